@@ -1,0 +1,1 @@
+"""Delta Change Data Feed → Avro → Kafka."""

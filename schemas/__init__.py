@@ -1,0 +1,1 @@
+"""The event contract shared by the producer and the consumer."""

@@ -1,0 +1,77 @@
+"""ClickHouse 26.9 as a real server, from the engine inside the chdb-core wheel.
+
+Run as `python -m stack.clickhouse_server DIR`, where DIR holds config.xml (listen address
+and ports) and receives the data. clickhouse-local serves HTTP and native TCP for as long
+as one statement runs, so the statement ends with a read from a FIFO that nobody writes
+to; SIGTERM opens and closes the FIFO's write end, the read ends, and the server stops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+
+RTLD_DEEPBIND = 0x8
+
+
+def load_engine() -> ModuleType:
+    """Load chdb's `_chdb` extension without running chdb/__init__.py.
+
+    That __init__ opens and closes an embedded session, which shuts down process-wide
+    singletons; Kafka-engine tables then fail with "Shutdown was called".
+    """
+    spec = importlib.util.find_spec("chdb")
+    if spec is None or spec.origin is None:
+        raise SystemExit("chdb-core is not installed; pip install -e '.[stack]'")
+    package = Path(spec.origin).parent
+    shared = str(package / "_chdb.abi3.so")
+    cwd = os.getcwd()
+    os.chdir(package)  # the extension finds its pybind11 helper libraries relative to cwd
+    try:
+        # As chdb does: its own allocator must win over libstdc++'s operator new/delete.
+        ctypes.CDLL(shared, mode=sys.getdlopenflags() | RTLD_DEEPBIND)
+        loader = importlib.machinery.ExtensionFileLoader("_chdb", shared)
+        module_spec = importlib.util.spec_from_file_location("_chdb", shared, loader=loader)
+        assert module_spec is not None
+        module = importlib.util.module_from_spec(module_spec)
+        loader.exec_module(module)
+    finally:
+        os.chdir(cwd)
+    return module
+
+
+def serve(directory: Path) -> None:
+    os.chdir(directory)  # clickhouse-local reads ./config.xml
+    fifo = directory / "stop.fifo"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    engine = load_engine()
+    sql = (
+        "SYSTEM START LISTEN HTTP; SYSTEM START LISTEN TCP; "
+        f"SELECT count() FROM file('{fifo}', 'LineAsString')"
+    )
+    # TabSeparated becomes the HTTP default format; clickhouse-connect parses it at connect.
+    server = threading.Thread(
+        target=engine.query, args=(sql, "TabSeparated"), kwargs={"path": str(directory / "data")}
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    while server.is_alive() and not stop.wait(0.5):
+        pass
+    if server.is_alive():
+        with fifo.open("w"):  # EOF for the blocked read: the statement ends, listeners close
+            pass
+        server.join()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]).resolve())

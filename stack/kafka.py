@@ -1,0 +1,83 @@
+"""Apache Kafka, single node in KRaft mode, from the jars of stack/maven/kafka."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import uuid
+from pathlib import Path
+
+from stack.errors import StackSetupError
+from stack.fetch import java, lib_dir
+from stack.process import Service
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+class Kafka(Service):
+    name = "kafka"
+
+    @property
+    def endpoint(self) -> str:
+        return self.settings.kafka_bootstrap
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.settings.kafka_port, self.settings.kafka_controller_port)
+
+    @property
+    def _data(self) -> Path:
+        return self.dir / "data"
+
+    def _classpath(self) -> str:
+        lib = lib_dir(self.settings, "kafka")
+        if not any(lib.glob("kafka_2.13-*.jar")):
+            raise StackSetupError(f"no Kafka jars in {lib}; run: cdfbridge-stack fetch")
+        return f"{lib}/*"
+
+    def prepare(self) -> None:
+        template = (TEMPLATES / "kafka.properties").read_text()
+        (self.dir / "server.properties").write_text(
+            template.format(
+                port=self.settings.kafka_port,
+                controller_port=self.settings.kafka_controller_port,
+                data_dir=self._data,
+            )
+        )
+        (self.dir / "log4j2.properties").write_text((TEMPLATES / "log4j2.properties").read_text())
+        if not (self._data / "meta.properties").exists():
+            self._format_storage()
+
+    def _format_storage(self) -> None:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        # With controller.quorum.voters set, the format takes no --standalone.
+        done = subprocess.run(
+            [*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+             "-c", "server.properties"],
+            cwd=self.dir, capture_output=True, text=True, check=False,
+        )
+        if done.returncode != 0:
+            raise StackSetupError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")
+
+    def _java(self) -> list[str]:
+        return [
+            java(),
+            f"-Xmx{self.settings.kafka_heap}",
+            f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.dir}",
+            "-cp",
+            self._classpath(),
+        ]
+
+    def command(self) -> list[str]:
+        return [*self._java(), "kafka.Kafka", str(self.dir / "server.properties")]
+
+    def probe(self) -> bool:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.endpoint, "log_level": 0})
+        try:
+            return bool(admin.list_topics(timeout=2).brokers)
+        except KafkaException:
+            return False

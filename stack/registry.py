@@ -1,0 +1,48 @@
+"""Apicurio Registry with its Confluent-compatible API, from stack/maven/registry."""
+
+from __future__ import annotations
+
+from stack.errors import StackSetupError
+from stack.fetch import java, lib_dir
+from stack.process import Service, http_ok
+from stack.settings import LOOPBACK
+
+
+class Registry(Service):
+    name = "registry"
+
+    @property
+    def endpoint(self) -> str:
+        return self.settings.registry_url
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.settings.registry_port, self.settings.registry_management_port)
+
+    def prepare(self) -> None:
+        if not (lib_dir(self.settings, "registry") / "quarkus-run.jar").exists():
+            raise StackSetupError("the registry is not downloaded; run: cdfbridge-stack fetch")
+
+    def command(self) -> list[str]:
+        # Schemas are kept in an H2 file under the state directory: topics outlive a restart,
+        # and their messages name schema ids that must still resolve when replayed.
+        db = self.dir / "db" / "registry"
+        return [
+            java(),
+            f"-Xmx{self.settings.registry_heap}",
+            f"-Dquarkus.http.host={LOOPBACK}",
+            f"-Dquarkus.http.port={self.settings.registry_port}",
+            "-Dquarkus.log.console.json=false",
+            # Its health/metrics interface (always on) defaults to 0.0.0.0:9000.
+            f"-Dquarkus.management.host={LOOPBACK}",
+            f"-Dquarkus.management.port={self.settings.registry_management_port}",
+            "-Dapicurio.storage.kind=sql",
+            "-Dapicurio.storage.sql.kind=h2",
+            f"-Dapicurio.datasource.url=jdbc:h2:file:{db};DB_CLOSE_ON_EXIT=FALSE",
+            f"-D{self.name}.dir={self.dir}",  # marks the process as ours in /proc/PID/cmdline
+            "-jar",
+            str(lib_dir(self.settings, "registry") / "quarkus-run.jar"),
+        ]
+
+    def probe(self) -> bool:
+        return http_ok(f"{self.endpoint}/subjects")

@@ -1,0 +1,48 @@
+"""Typed settings of the local stack, read from CDFBRIDGE_STACK_* env vars."""
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# The services have no authentication configured, so they only ever bind to loopback.
+LOOPBACK = "127.0.0.1"
+
+
+class StackSettings(BaseSettings):
+    """Where the stack keeps its state and which loopback ports it listens on."""
+
+    model_config = SettingsConfigDict(env_prefix="CDFBRIDGE_STACK_", extra="forbid")
+
+    home: Path = Field(default=Path(".stack"), description="state directory: jars, data, logs")
+    kafka_port: int = Field(default=9092, ge=1, le=65535)
+    kafka_controller_port: int = Field(default=9093, ge=1, le=65535)
+    clickhouse_http_port: int = Field(default=8123, ge=1, le=65535)
+    clickhouse_tcp_port: int = Field(default=9000, ge=1, le=65535)
+    registry_port: int = Field(default=8081, ge=1, le=65535)
+    registry_management_port: int = Field(default=8091, ge=1, le=65535)
+    kafka_heap: str = Field(default="512m", pattern=r"^\d+[mg]$")
+    registry_heap: str = Field(default="384m", pattern=r"^\d+[mg]$")
+    start_timeout_s: float = Field(default=180.0, gt=0)
+
+    @field_validator("home")
+    @classmethod
+    def _absolute(cls, home: Path) -> Path:
+        return home.expanduser().resolve()
+
+    @property
+    def lib(self) -> Path:
+        return self.home / "lib"
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"{LOOPBACK}:{self.kafka_port}"
+
+    @property
+    def clickhouse_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.clickhouse_http_port}"
+
+    @property
+    def registry_url(self) -> str:
+        """Base URL of the Confluent-compatible API."""
+        return f"http://{LOOPBACK}:{self.registry_port}/apis/ccompat/v7"
