@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from schemas.errors import CdfBridgeError
 from stack import services
-from stack.fetch import fetch
+from stack.fetch import GOALS, fetch
 from stack.settings import StackSettings
 
 EPILOG = """\
@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("fetch", help="download the jars from Maven Central (once)")
+    fetch_cmd = commands.add_parser("fetch", help="download the jars from Maven Central (once)")
+    fetch_cmd.add_argument("jars", nargs="*", help=f"any of {', '.join(GOALS)} (default: all)")
     for name, text in (("up", "start services (all by default)"), ("down", "stop services")):
         cmd = commands.add_parser(name, help=text)
         cmd.add_argument("service", nargs="*", help=f"any of {', '.join(services.NAMES)}")
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, settings: StackSettings) -> int:
     names = tuple(getattr(args, "service", None) or services.NAMES)
     if args.command == "fetch":
-        fetch(settings)
+        fetch(settings, tuple(args.jars) or tuple(GOALS))
     elif args.command == "up":
         for status in services.up(settings, names):
             print(status.line())

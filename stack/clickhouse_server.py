@@ -39,7 +39,8 @@ def load_engine() -> ModuleType:
         ctypes.CDLL(shared, mode=sys.getdlopenflags() | RTLD_DEEPBIND)
         loader = importlib.machinery.ExtensionFileLoader("_chdb", shared)
         module_spec = importlib.util.spec_from_file_location("_chdb", shared, loader=loader)
-        assert module_spec is not None
+        if module_spec is None:
+            raise SystemExit(f"cannot load {shared}; reinstall chdb-core")
         module = importlib.util.module_from_spec(module_spec)
         loader.exec_module(module)
     finally:
@@ -53,10 +54,9 @@ def serve(directory: Path) -> None:
     if not fifo.exists():
         os.mkfifo(fifo)
     engine = load_engine()
-    sql = (
-        "SYSTEM START LISTEN HTTP; SYSTEM START LISTEN TCP; "
-        f"SELECT count() FROM file('{fifo}', 'LineAsString')"
-    )
+    quoted = str(fifo).replace("\\", "\\\\").replace("'", "\\'")
+    listen = "SYSTEM START LISTEN HTTP; SYSTEM START LISTEN TCP; "
+    sql = listen + f"SELECT count() FROM file('{quoted}', 'LineAsString')"  # noqa: S608
     # TabSeparated becomes the HTTP default format; clickhouse-connect parses it at connect.
     server = threading.Thread(
         target=engine.query, args=(sql, "TabSeparated"), kwargs={"path": str(directory / "data")}

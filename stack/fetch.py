@@ -36,6 +36,9 @@ def lib_dir(settings: StackSettings, name: str) -> Path:
 
 def fetch(settings: StackSettings, names: tuple[str, ...] = tuple(GOALS)) -> None:
     """Run mvn for each pom whose jars are missing or older than the pom."""
+    unknown = set(names) - set(GOALS)
+    if unknown:
+        raise StackSetupError(f"nothing to fetch for {sorted(unknown)}; choose from {list(GOALS)}")
     for name in names:
         pom = POMS / name / "pom.xml"
         target = lib_dir(settings, name)

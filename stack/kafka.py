@@ -52,9 +52,19 @@ class Kafka(Service):
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         # With controller.quorum.voters set, the format takes no --standalone.
         done = subprocess.run(
-            [*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
-             "-c", "server.properties"],
-            cwd=self.dir, capture_output=True, text=True, check=False,
+            [
+                *self._java(),
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                "server.properties",
+            ],
+            cwd=self.dir,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if done.returncode != 0:
             raise StackSetupError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")

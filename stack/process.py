@@ -102,8 +102,10 @@ class Service(ABC):
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + self.settings.start_timeout_s
+        pid = int(self.pid_path.read_text())
         while time.monotonic() < deadline:
-            if self.pid() is None:
+            # Not pid(): while a fresh process is inside execve, its cmdline reads empty.
+            if _exited(pid):
                 raise ServiceStartError(
                     f"{self.name} exited during start-up; see the end of {self.log_path}"
                 )
@@ -143,21 +145,27 @@ class Service(ABC):
             return False
 
 
+def _exited(pid: int) -> bool:
+    try:
+        # Reaps it if it is our own child; otherwise just checks it still exists.
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 def _wait_exit(pid: int, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            # Reaps it if it is our own child; otherwise just checks it still exists.
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return True
-        except ChildProcessError:
-            pass
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if _exited(pid):
             return True
         time.sleep(0.2)
-    return False
+    return _exited(pid)
 
 
 def http_ok(url: str, timeout_s: float = 2.0, expect: bytes | None = None) -> bool:

@@ -1,0 +1,87 @@
+"""Connection settings both stages share, read from CDFBRIDGE_* env vars or a file.
+
+Env vars use `__` between section and field: CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS.
+Secrets are SecretStr: printing a settings object never shows them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "CDFBRIDGE_"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaSettings(Section):
+    bootstrap_servers: str = "127.0.0.1:9092"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: str | None = None
+    # Any other librdkafka property, passed through as is (e.g. {"client.rack": "a"}).
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings; holds the password in clear, so never log it."""
+        config = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password.get_secret_value() if self.sasl_password else None,
+            "ssl.ca.location": self.ssl_ca_location,
+        }
+        return {k: v for k, v in config.items() if v is not None} | self.properties
+
+
+class SchemaRegistrySettings(Section):
+    url: str = "http://127.0.0.1:8081/apis/ccompat/v7"
+    # "user:password" for HTTP basic auth.
+    basic_auth_user_info: SecretStr | None = None
+
+    def client_config(self) -> dict[str, str]:
+        """confluent-kafka SchemaRegistryClient settings; holds secrets, never log it."""
+        config = {"url": self.url}
+        if self.basic_auth_user_info is not None:
+            config["basic.auth.user.info"] = self.basic_auth_user_info.get_secret_value()
+        return config
+
+
+class ClickHouseSettings(Section):
+    url: str = "http://127.0.0.1:8123"
+    username: str = "default"
+    password: SecretStr = SecretStr("")
+    database: str = "default"
+
+
+class ConnectionSettings(BaseSettings):
+    """Where Kafka, the schema registry and ClickHouse are."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    schema_registry: SchemaRegistrySettings = Field(default_factory=SchemaRegistrySettings)
+    clickhouse: ClickHouseSettings = Field(default_factory=ClickHouseSettings)
+
+
+def env_vars(model: type[BaseSettings]) -> list[str]:
+    """Every env var a settings model reads, e.g. CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS."""
+    prefix = str(model.model_config.get("env_prefix", ""))
+    delimiter = str(model.model_config.get("env_nested_delimiter") or "__")
+    names: list[str] = []
+    for field, info in model.model_fields.items():
+        section = info.annotation
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            names += [f"{prefix}{field}{delimiter}{sub}".upper() for sub in section.model_fields]
+        else:
+            names.append(f"{prefix}{field}".upper())
+    return names

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what cdfbridge needs on a fresh Debian/Ubuntu machine, idempotently:
+# a JDK 17+ for Spark and Maven (apt), the Python environment (PyPI) and the
+# services' jars (Maven Central). Later runs reuse pip's and Maven's caches.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+need_apt=()
+java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1 || true)
+if [ -z "${java_major}" ] || [ "${java_major}" -lt 17 ]; then need_apt+=(openjdk-17-jdk-headless); fi
+command -v mvn >/dev/null || need_apt+=(maven)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${need_apt[*]} with apt-get"
+  SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo sudo)
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "cdfbridge needs Python 3.11+"'
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+stamp="$VENV/.cdfbridge-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "bootstrap: installing Python packages into $VENV"
+  "$VENV/bin/pip" install -q -e ".[dev]"
+  touch "$stamp"
+fi
+
+"$VENV/bin/cdfbridge-stack" fetch
+echo "bootstrap: ready"

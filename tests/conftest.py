@@ -1,0 +1,92 @@
+"""Session-wide real services and per-test names."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.endpoints import Endpoints, provide
+
+
+def unique(prefix: str) -> str:
+    """A name no other test or run uses: topics and databases are never shared."""
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def endpoints() -> Iterator[Endpoints]:
+    with provide() as found:
+        yield found
+
+
+@pytest.fixture(scope="session")
+def kafka_admin(endpoints: Endpoints) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": endpoints.kafka})
+
+
+@pytest.fixture
+def topic_factory(kafka_admin: Any) -> Iterator[Callable[..., str]]:
+    """Creates uniquely named topics and deletes them after the test."""
+    from confluent_kafka.admin import NewTopic
+
+    created: list[str] = []
+
+    def create(partitions: int = 3, **config: str) -> str:
+        name = unique("topic")
+        futures = kafka_admin.create_topics([NewTopic(name, partitions, 1, config=config)])
+        futures[name].result(timeout=30)
+        created.append(name)
+        return name
+
+    yield create
+    if created:
+        for future in kafka_admin.delete_topics(created).values():
+            future.result(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def clickhouse(endpoints: Endpoints) -> Any:
+    import clickhouse_connect
+
+    return clickhouse_connect.get_client(dsn=endpoints.clickhouse)
+
+
+@pytest.fixture
+def ch_database(clickhouse: Any) -> Iterator[str]:
+    """A fresh ClickHouse database for one test."""
+    name = unique("test")
+    clickhouse.command(f"CREATE DATABASE `{name}`")
+    yield name
+    clickhouse.command(f"DROP DATABASE IF EXISTS `{name}` SYNC")
+
+
+@pytest.fixture(scope="session")
+def registry(endpoints: Endpoints) -> Any:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    return SchemaRegistryClient({"url": endpoints.registry})
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One SparkSession for the whole run; starting it takes seconds."""
+    from producer.spark import build_spark_session
+    from stack.fetch import fetch, lib_dir
+    from stack.settings import StackSettings
+
+    settings = StackSettings()
+    fetch(settings, ("spark",))
+    session = build_spark_session("cdfbridge-tests", delta_jars=lib_dir(settings, "spark"))
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def delta_path(tmp_path: Path) -> str:
+    return str(tmp_path / "delta_table")

@@ -1,0 +1,119 @@
+"""Where the test services are: the app's env vars, else containers when Docker answers,
+else the local stack.
+
+To use running services, set all three of CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS,
+CDFBRIDGE_SCHEMA_REGISTRY__URL and CDFBRIDGE_CLICKHOUSE__URL (what `cdfbridge-stack env` prints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from schemas.settings import ConnectionSettings
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    kafka: str  # bootstrap servers, as the tests reach them
+    registry: str  # Confluent-compatible API base URL, as the tests reach it
+    clickhouse: str  # HTTP URL
+    # The same services as ClickHouse itself reaches them (they differ inside Docker networks).
+    kafka_for_clickhouse: str
+    registry_for_clickhouse: str
+    origin: str  # "env", "docker" or "local stack"
+
+
+@contextmanager
+def provide() -> Iterator[Endpoints]:
+    """Yield endpoints of real services, starting them if needed, stopping what it started."""
+    given = ConnectionSettings()
+    if _all_set(given):
+        kafka, registry = given.kafka.bootstrap_servers, given.schema_registry.url
+        yield Endpoints(kafka, registry, given.clickhouse.url, kafka, registry, "env")
+    elif _docker_answers():
+        with _containers() as endpoints:
+            yield endpoints
+    else:
+        with _local_stack() as endpoints:
+            yield endpoints
+
+
+def _all_set(given: ConnectionSettings) -> bool:
+    return (
+        "bootstrap_servers" in given.kafka.model_fields_set
+        and "url" in given.schema_registry.model_fields_set
+        and "url" in given.clickhouse.model_fields_set
+    )
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+    except Exception:  # noqa: BLE001 - no client config, no socket, no daemon: all mean "no"
+        return False
+    return True
+
+
+@contextmanager
+def _local_stack() -> Iterator[Endpoints]:
+    from stack import services
+    from stack.settings import StackSettings
+
+    settings = StackSettings()
+    already_up = {s.name for s in services.status(settings) if s.ready}
+    services.up(settings)
+    try:
+        yield Endpoints(
+            settings.kafka_bootstrap,
+            settings.registry_url,
+            settings.clickhouse_url,
+            settings.kafka_bootstrap,
+            settings.registry_url,
+            "local stack",
+        )
+    finally:
+        services.down(settings, [n for n in services.NAMES if n not in already_up])
+
+
+@contextmanager
+def _containers() -> Iterator[Endpoints]:
+    from testcontainers.community.kafka import KafkaContainer
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.network import Network
+    from testcontainers.core.wait_strategies import HttpWaitStrategy
+
+    with Network() as network:
+        kafka = KafkaContainer("confluentinc/cp-kafka:8.1.0").with_kraft().with_network(network)
+        kafka = kafka.with_network_aliases("kafka")
+        registry = (
+            DockerContainer("apicurio/apicurio-registry:3.3.3")
+            .with_exposed_ports(8080)
+            .with_network(network)
+            .with_network_aliases("registry")
+            .waiting_for(HttpWaitStrategy(8080, "/apis/ccompat/v7/subjects"))
+        )
+        clickhouse = (
+            DockerContainer("clickhouse/clickhouse-server:26.9")
+            .with_env("CLICKHOUSE_SKIP_USER_SETUP", "1")
+            .with_exposed_ports(8123)
+            .with_network(network)
+            .waiting_for(HttpWaitStrategy(8123, "/ping"))
+        )
+        with kafka, registry, clickhouse:
+            yield Endpoints(
+                kafka.get_bootstrap_server(),
+                _url(registry, 8080) + "/apis/ccompat/v7",
+                _url(clickhouse, 8123),
+                "kafka:9092",
+                "http://registry:8080/apis/ccompat/v7",
+                "docker",
+            )
+
+
+def _url(container: Any, port: int) -> str:
+    return f"http://{container.get_container_host_ip()}:{container.get_exposed_port(port)}"

@@ -1,0 +1,71 @@
+"""Spark with the Delta jars: a CDF-enabled table records every kind of change."""
+
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SCHEMA = "id STRING, name STRING, age LONG"
+
+
+def test_change_data_feed_records_insert_update_delete_and_merge(
+    spark: Any, delta_path: str
+) -> None:
+    from delta.tables import DeltaTable
+
+    spark.sql(
+        f"CREATE TABLE delta.`{delta_path}` ({SCHEMA}) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    rows = [("1", "ann", 30), ("2", "bob", 40), ("3", "cy", 50)]
+    spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(delta_path)
+    table = DeltaTable.forPath(spark, delta_path)
+    table.update("id = '1'", {"age": "31"})
+    table.delete("id = '2'")
+    source = spark.createDataFrame([("3", "cy", 51), ("4", "dee", 20)], SCHEMA)
+    (
+        table.alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+
+    changes = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 1)
+        .load(delta_path)
+        .select("id", "age", "_change_type", "_commit_version")
+        .orderBy("_commit_version", "id", "_change_type")
+        .collect()
+    )
+
+    assert [tuple(r) for r in changes] == [
+        ("1", 30, "insert", 1),
+        ("2", 40, "insert", 1),
+        ("3", 50, "insert", 1),
+        ("1", 31, "update_postimage", 2),
+        ("1", 30, "update_preimage", 2),
+        ("2", 40, "delete", 3),
+        ("3", 51, "update_postimage", 4),
+        ("3", 50, "update_preimage", 4),
+        ("4", 20, "insert", 4),
+    ]
+
+
+def test_to_avro_encodes_rows_in_the_jvm(spark: Any) -> None:
+    from pyspark.sql.avro.functions import from_avro, to_avro
+    from pyspark.sql.functions import struct
+
+    schema = (
+        '{"type":"record","name":"r","fields":[{"name":"id","type":"string"},'
+        '{"name":"age","type":"long"}]}'
+    )
+    frame = spark.createDataFrame([("a", 1), ("b", 2)], "id STRING, age LONG")
+
+    encoded = frame.select(to_avro(struct("id", "age"), schema).alias("v"))
+    decoded = encoded.select(from_avro("v", schema).alias("r")).select("r.*").collect()
+
+    assert [tuple(r) for r in decoded] == [("a", 1), ("b", 2)]

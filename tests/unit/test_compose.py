@@ -1,0 +1,70 @@
+"""docker-compose.yml is checked without a Docker engine: structure, health, and env vars."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from schemas.settings import ConnectionSettings, env_vars
+
+COMPOSE = Path(__file__).parents[2] / "docker-compose.yml"
+OURS = {"producer", "consumer"}
+
+
+@pytest.fixture(scope="module")
+def services() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())["services"]
+    return loaded
+
+
+def test_compose_runs_the_stack_and_both_stages(services: dict[str, Any]) -> None:
+    assert set(services) == {"kafka", "registry", "clickhouse", *OURS}
+
+
+@pytest.mark.parametrize(
+    ("service", "image"),
+    [
+        ("kafka", "apache/kafka:4.1"),
+        ("registry", "apicurio/apicurio-registry:3"),
+        ("clickhouse", "clickhouse/clickhouse-server:26.9"),
+    ],
+)
+def test_services_use_official_images_with_pinned_versions(
+    services: dict[str, Any], service: str, image: str
+) -> None:
+    assert services[service]["image"].startswith(image)
+
+
+def test_every_service_has_a_healthcheck(services: dict[str, Any]) -> None:
+    missing = [
+        name for name, spec in services.items() if not spec.get("healthcheck", {}).get("test")
+    ]
+    assert missing == []
+
+
+def test_our_services_build_from_the_dockerfile_and_wait_for_healthy_dependencies(
+    services: dict[str, Any],
+) -> None:
+    for name in OURS:
+        spec = services[name]
+        assert spec["build"] == "."
+        assert spec["depends_on"], name
+        for dependency, condition in spec["depends_on"].items():
+            assert dependency in services
+            assert condition == {"condition": "service_healthy"}
+
+
+def test_ports_are_published_on_loopback_only(services: dict[str, Any]) -> None:
+    published = [port for spec in services.values() for port in spec.get("ports", [])]
+    assert published
+    assert all(str(port).startswith("127.0.0.1:") for port in published)
+
+
+def test_every_env_var_set_for_our_services_is_read_by_the_code(
+    services: dict[str, Any],
+) -> None:
+    read = set(env_vars(ConnectionSettings))
+    for name in OURS:
+        unread = set(services[name].get("environment", {})) - read
+        assert unread == set(), f"{name} sets env vars the code ignores: {sorted(unread)}"
