@@ -1,0 +1,152 @@
+"""Delta table schema → Avro key and value schemas.
+
+Input is the schema as Delta stores it (Spark's StructType JSON: `{"type": "struct",
+"fields": [{"name", "type", "nullable", "metadata"}]}`), so the producer and delta-rs
+tables map the same way without a JVM.
+
+| Delta type        | Avro type                                          |
+| ----------------- | -------------------------------------------------- |
+| boolean           | boolean                                            |
+| byte, short, int  | int                                                |
+| long              | long                                               |
+| float, double     | float, double                                      |
+| decimal(p,s)      | bytes, logicalType decimal, precision p, scale s   |
+| string            | string                                             |
+| binary            | bytes                                              |
+| date              | int, logicalType date                              |
+| timestamp         | long, logicalType timestamp-micros (UTC instant)   |
+| timestamp_ntz     | long, logicalType local-timestamp-micros           |
+| array<T>          | array of T                                         |
+| map<string,T>     | map of T (Avro map keys are strings)               |
+| struct<...>       | record, named after its path                       |
+| nullable T        | ["null", T] with default null                      |
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, METADATA_COLUMNS
+from schemas.errors import TerminalError
+
+AvroSchema = Any  # a JSON-shaped Avro schema: str, dict or list
+NAMESPACE = "cdfbridge"
+
+_PRIMITIVES: dict[str, AvroSchema] = {
+    "boolean": "boolean",
+    "byte": "int",
+    "short": "int",
+    "integer": "int",
+    "long": "long",
+    "float": "float",
+    "double": "double",
+    "string": "string",
+    "binary": "bytes",
+    "date": {"type": "int", "logicalType": "date"},
+    "timestamp": {"type": "long", "logicalType": "timestamp-micros"},
+    "timestamp_ntz": {"type": "long", "logicalType": "local-timestamp-micros"},
+}
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SchemaMappingError(TerminalError):
+    """A Delta schema that Avro (or this contract) cannot represent."""
+
+
+def avro_type(delta_type: Any, path: str) -> AvroSchema:
+    """Avro schema of one Delta type; path names nested records uniquely."""
+    if isinstance(delta_type, str):
+        if delta_type in _PRIMITIVES:
+            return _PRIMITIVES[delta_type]
+        match = _DECIMAL.match(delta_type)
+        if match:
+            precision, scale = int(match[1]), int(match[2])
+            return {
+                "type": "bytes",
+                "logicalType": "decimal",
+                "precision": precision,
+                "scale": scale,
+            }
+        raise SchemaMappingError(f"column {path} has type {delta_type}, which has no Avro mapping")
+    kind = delta_type.get("type")
+    if kind == "struct":
+        return _record(f"{path}_record", delta_type["fields"], path)
+    if kind == "array":
+        items = avro_type(delta_type["elementType"], f"{path}_item")
+        return {"type": "array", "items": _nullable(items, delta_type["containsNull"])}
+    if kind == "map":
+        if delta_type["keyType"] != "string":
+            raise SchemaMappingError(
+                f"column {path} is a map with {delta_type['keyType']} keys; Avro maps need string "
+                "keys: cast the keys to string in the table"
+            )
+        values = avro_type(delta_type["valueType"], f"{path}_value")
+        return {"type": "map", "values": _nullable(values, delta_type["valueContainsNull"])}
+    raise SchemaMappingError(f"column {path} has type {delta_type}, which has no Avro mapping")
+
+
+def value_schema(table_schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """The value record: every table column, then _change_type, _commit_version and
+    _commit_timestamp."""
+    columns = table_schema["fields"]
+    clash = sorted({f["name"] for f in columns} & set(METADATA_COLUMNS))
+    if clash:
+        raise SchemaMappingError(f"table columns {clash} clash with cdfbridge's metadata columns")
+    fields = [*columns]
+    fields += [
+        {"name": CHANGE_TYPE, "type": "string", "nullable": False},
+        {"name": COMMIT_VERSION, "type": "long", "nullable": False},
+        {"name": COMMIT_TIMESTAMP, "type": "timestamp", "nullable": False},
+    ]
+    return _record(f"{_avro_name(name)}_value", fields, "", namespace=NAMESPACE)
+
+
+def key_schema(
+    table_schema: dict[str, Any], primary_key: Sequence[str], name: str
+) -> dict[str, Any]:
+    """The key record: the primary-key columns in the given order, never null."""
+    by_name = {f["name"]: f for f in table_schema["fields"]}
+    missing = [column for column in primary_key if column not in by_name]
+    if missing:
+        raise SchemaMappingError(
+            f"primary-key column(s) {missing} are not in the table; its columns are "
+            f"{sorted(by_name)}: fix --primary-key"
+        )
+    if not primary_key:
+        raise SchemaMappingError("no primary key given: pass --primary-key col[,col...]")
+    fields = [{**by_name[column], "nullable": False} for column in primary_key]
+    return _record(f"{_avro_name(name)}_key", fields, "", namespace=NAMESPACE)
+
+
+def _record(
+    name: str, fields: Sequence[dict[str, Any]], path: str, namespace: str | None = None
+) -> dict[str, Any]:
+    record: dict[str, Any] = {"type": "record", "name": _avro_name(name)}
+    if namespace:
+        record["namespace"] = namespace
+    record["fields"] = [_field(f, f"{path}_{f['name']}" if path else f["name"]) for f in fields]
+    return record
+
+
+def _field(field: dict[str, Any], path: str) -> dict[str, Any]:
+    if not _AVRO_NAME.match(field["name"]):
+        raise SchemaMappingError(
+            f"column {path!r} is not a valid Avro name ([A-Za-z_][A-Za-z0-9_]*): rename it"
+        )
+    schema = _nullable(avro_type(field["type"], path), field.get("nullable", True))
+    out: dict[str, Any] = {"name": field["name"], "type": schema}
+    if isinstance(schema, list):
+        out["default"] = None  # lets a new nullable column evolve the schema compatibly
+    return out
+
+
+def _nullable(schema: AvroSchema, nullable: bool) -> AvroSchema:
+    return ["null", schema] if nullable else schema
+
+
+def _avro_name(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return cleaned if re.match(r"^[A-Za-z_]", cleaned) else f"_{cleaned}"

@@ -1,0 +1,37 @@
+"""Names derived from a table: topic, registry subjects, side topics."""
+
+from __future__ import annotations
+
+import re
+
+TOPIC_PREFIX = "cdfbridge."
+_TOPIC_CHARS = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def default_topic(table: str) -> str:
+    """`cdfbridge.<name>`: the last path segment of a path or URI, or the catalog name.
+
+    `s3://lake/sales/orders/` → `cdfbridge.orders`; `main.sales.orders` → `cdfbridge.main.sales.orders`
+    """
+    is_path = "/" in table or "\\" in table
+    name = table.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] if is_path else table
+    return TOPIC_PREFIX + _TOPIC_CHARS.sub("_", name)
+
+
+def key_subject(topic: str) -> str:
+    """Subject of the key schema (Confluent TopicNameStrategy)."""
+    return f"{topic}-key"
+
+
+def value_subject(topic: str) -> str:
+    return f"{topic}-value"
+
+
+def progress_topic(topic: str) -> str:
+    """Compacted topic holding the last Delta version fully published to `topic`."""
+    return f"{topic}.progress"
+
+
+def dlq_topic(topic: str) -> str:
+    """Where a consumer puts messages it cannot decode or insert."""
+    return f"{topic}.dlq"
