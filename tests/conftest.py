@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,12 +43,21 @@ def topic_factory(kafka_admin: Any) -> Iterator[Callable[..., str]]:
         futures = kafka_admin.create_topics([NewTopic(name, partitions, 1, config=config)])
         futures[name].result(timeout=30)
         created.append(name)
+        _wait_for_metadata(kafka_admin, name, partitions)
         return name
 
     yield create
     if created:
         for future in kafka_admin.delete_topics(created).values():
             future.result(timeout=30)
+
+
+def _wait_for_metadata(admin: Any, topic: str, partitions: int) -> None:
+    """CreateTopics returns before every broker's metadata cache has the topic."""
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < partitions:
+        assert time.monotonic() < deadline, f"topic {topic} not in metadata after 30 s"
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
