@@ -1,0 +1,70 @@
+"""`cdfbridge-consumer`: keep a ClickHouse table equal to a cdfbridge topic."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from consumer import logs
+from consumer.settings import ConsumerSettings, load
+from schemas.errors import CdfBridgeError, ConfigError, TransientError
+from schemas.settings import env_vars
+
+EXIT_CODES = """\
+exit codes:
+  0  done, or stopped by SIGTERM/SIGINT after committing what it had written
+  1  the table, the schema or the data need a fix (the message says which)
+  2  invalid settings or arguments
+  3  Kafka, the registry or ClickHouse did not answer
+"""
+Command = Callable[[ConsumerSettings, argparse.Namespace], int]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cdfbridge-consumer",
+        description="Consume a cdfbridge topic into a ClickHouse ReplacingMergeTree, "
+        "committing offsets only after ClickHouse has the rows.",
+        epilog=f"{EXIT_CODES}\nsettings come from flags, a --config TOML file and env vars:\n  "
+        + "\n  ".join(env_vars(ConsumerSettings)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--topic", help="Kafka topic to consume")
+    p.add_argument("--group", help="consumer group (default cdfbridge-consumer)")
+    p.add_argument("--table", help="ClickHouse table (default: topic without cdfbridge.)")
+    p.add_argument("--config", type=Path, help="TOML file with [consumer], [kafka] ... tables")
+    p.add_argument("--log-level", default="INFO")
+    commands = p.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("run", help="consume until SIGTERM (the default)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logs.configure(args.log_level)
+    try:
+        settings = load(args.config, topic=args.topic, group=args.group, table=args.table)
+        return COMMANDS[args.command or "run"](settings, args)
+    except ConfigError as exc:
+        return _fail(exc, 2)
+    except TransientError as exc:
+        return _fail(exc, 3)
+    except CdfBridgeError as exc:
+        return _fail(exc, 1)
+
+
+def _run(settings: ConsumerSettings, args: argparse.Namespace) -> int:
+    from consumer.loop import run
+
+    run(settings)
+    return 0
+
+
+def _fail(exc: Exception, code: int) -> int:
+    print(f"cdfbridge-consumer: {exc}", file=sys.stderr)
+    return code
+
+
+COMMANDS: dict[str, Command] = {"run": _run}

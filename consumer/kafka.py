@@ -1,0 +1,43 @@
+"""Kafka clients as the consumer needs them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from schemas.errors import ServiceUnavailableError
+
+
+def consumer_config(client_config: Mapping[str, Any], group: str) -> dict[str, Any]:
+    """Offsets are committed by hand, after ClickHouse has the rows; uncommitted
+    transactions are never read; rebalances move only the partitions that change owner."""
+    return {
+        **client_config,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "isolation.level": "read_committed",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "auto.offset.reset": "earliest",
+        "fetch.max.bytes": 64 * 1024 * 1024,
+        "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        "queued.max.messages.kbytes": 256 * 1024,
+    }
+
+
+def ensure_topic(client_config: Mapping[str, Any], topic: str, partitions: int = 1) -> None:
+    """Create `topic` unless it exists (the dead-letter topic, on start-up)."""
+    admin = AdminClient(dict(client_config))
+    future = admin.create_topics([NewTopic(topic, partitions)], request_timeout=30)[topic]
+    try:
+        future.result(timeout=30)
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return
+        if error.retriable():
+            raise ServiceUnavailableError(f"cannot create topic {topic}: {error}") from exc
+        raise

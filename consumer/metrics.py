@@ -1,0 +1,85 @@
+"""Prometheus metrics and the container health endpoint, served on one port:
+`/metrics` (Prometheus text) and `/health` (200 while the loop polls Kafka, else 503)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self, stale_after_s: float = 60.0) -> None:
+        self.registry = CollectorRegistry()
+        self.rows = Counter(
+            "cdfbridge_consumer_rows", "Rows inserted into ClickHouse", registry=self.registry
+        )
+        self.rows_per_second = Gauge(
+            "cdfbridge_consumer_rows_per_second",
+            "Rows per second of the last batch, insert and commit included",
+            registry=self.registry,
+        )
+        self.batch_seconds = Histogram(
+            "cdfbridge_consumer_batch_seconds",
+            "Time to insert a batch and commit its offsets",
+            registry=self.registry,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.lag = Gauge(
+            "cdfbridge_consumer_lag",
+            "Messages between the committed offset and the end of the partition",
+            ["topic", "partition"],
+            registry=self.registry,
+        )
+        self.dead_letters = Counter(
+            "cdfbridge_consumer_dead_letters",
+            "Messages sent to the dead-letter topic",
+            registry=self.registry,
+        )
+        self.retries = Counter(
+            "cdfbridge_consumer_retries",
+            "Batches retried after a transient error",
+            registry=self.registry,
+        )
+        self.stale_after_s = stale_after_s
+        self.last_poll = time.monotonic()
+
+    def polled(self) -> None:
+        self.last_poll = time.monotonic()
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self.last_poll < self.stale_after_s
+
+    def serve(self, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:  # noqa: S104
+        """Start the HTTP endpoint on a daemon thread; shut it down with `.shutdown()`."""
+        server = ThreadingHTTPServer((host, port), _handler(self))
+        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+        return server
+
+
+def _handler(metrics: Metrics) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            if self.path.startswith("/metrics"):
+                self._reply(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+            elif self.path.startswith("/health"):
+                ok = metrics.healthy()
+                self._reply(200 if ok else 503, b"ok\n" if ok else b"stalled\n", "text/plain")
+            else:
+                self._reply(404, b"not found\n", "text/plain")
+
+        def _reply(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            return  # scrapes are not worth a log line
+
+    return Handler

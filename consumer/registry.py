@@ -1,0 +1,76 @@
+"""Value and key schemas from the registry, by id or by subject, cached, errors wrapped."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import fastavro
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.common._httpx_compat import httpx
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from consumer.errors import RegistryUnavailableError
+from schemas.errors import ConfigError
+from schemas.naming import key_subject, value_subject
+
+MAGIC = 0
+HEADER = 5  # magic byte + 4-byte big-endian schema id
+
+
+def schema_id(value: bytes) -> int | None:
+    """The schema id of a Confluent-framed value, or None when it is not framed."""
+    if len(value) < HEADER or value[0] != MAGIC:
+        return None
+    return int.from_bytes(value[1:HEADER], "big")
+
+
+class Schemas:
+    """Registry look-ups the consumer needs; 404 → None, unreachable → transient error."""
+
+    def __init__(self, client_config: dict[str, str]) -> None:
+        self._client = SchemaRegistryClient(client_config)
+        self._by_id: dict[int, dict[str, Any] | None] = {}
+        self._parsed: dict[int, Any] = {}
+
+    def by_id(self, schema_id: int) -> dict[str, Any] | None:
+        if schema_id not in self._by_id:
+            found = self._call(lambda: self._client.get_schema(schema_id))
+            self._by_id[schema_id] = None if found is None else json.loads(found.schema_str)
+        return self._by_id[schema_id]
+
+    def parsed(self, schema_id: int) -> Any:
+        """The fastavro-parsed writer schema, or None when the registry does not know the id."""
+        if schema_id not in self._parsed:
+            schema = self.by_id(schema_id)
+            self._parsed[schema_id] = None if schema is None else fastavro.parse_schema(schema)
+        return self._parsed[schema_id]
+
+    def latest_value(self, topic: str) -> tuple[int, dict[str, Any]]:
+        found = self._call(lambda: self._client.get_latest_version(value_subject(topic)))
+        if found is None:
+            raise ConfigError(
+                f"the registry has no subject {value_subject(topic)}: check the topic name, "
+                "or start the producer first"
+            )
+        schema = json.loads(found.schema.schema_str)
+        self._by_id.setdefault(found.schema_id, schema)
+        return found.schema_id, schema
+
+    def key_fields(self, topic: str) -> list[str] | None:
+        found = self._call(lambda: self._client.get_latest_version(key_subject(topic)))
+        if found is None:
+            return None
+        return [field["name"] for field in json.loads(found.schema.schema_str)["fields"]]
+
+    def _call(self, request: Any) -> Any:
+        try:
+            return request()
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == 404:
+                return None
+            if exc.http_status_code >= 500 or exc.http_status_code < 0:
+                raise RegistryUnavailableError(f"schema registry failed: {exc}") from exc
+            raise
+        except httpx.TransportError as exc:
+            raise RegistryUnavailableError(f"schema registry unreachable: {exc}") from exc

@@ -1,0 +1,135 @@
+"""The target table: a ReplacingMergeTree made from the value schema, checked and evolved.
+
+    CREATE TABLE db.t (<value columns>, _version UInt64 MATERIALIZED ..., _is_deleted UInt8
+    MATERIALIZED ...) ENGINE = ReplacingMergeTree(_version, _is_deleted) ORDER BY (<key>)
+
+and a view `<t>_current` that reads FINAL without deleted rows. Every identifier is quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from consumer.errors import SchemaMismatchError
+from schemas.changes import IS_DELETED, IS_DELETED_SQL, VERSION, VERSION_SQL
+from schemas.clickhouse import quote
+
+Columns = Sequence[tuple[str, str]]
+REBUILD_HINT = "rebuild the table from the topic: cdfbridge-consumer rebuild"
+
+
+@dataclass(frozen=True)
+class Target:
+    database: str
+    table: str
+
+    @property
+    def name(self) -> str:
+        return f"{quote(self.database)}.{quote(self.table)}"
+
+    @property
+    def current_view(self) -> str:
+        return f"{quote(self.database)}.{quote(self.table + '_current')}"
+
+    def renamed(self, table: str) -> Target:
+        return Target(self.database, table)
+
+
+def create_table_sql(
+    target: Target, columns: Columns, order_by: Sequence[str], dedup_window: int
+) -> str:
+    body = ",\n    ".join(f"{quote(name)} {kind}" for name, kind in columns)
+    key = ", ".join(quote(name) for name in order_by)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {target.name} (\n    {body},\n"
+        f"    {quote(VERSION)} UInt64 MATERIALIZED {VERSION_SQL},\n"
+        f"    {quote(IS_DELETED)} UInt8 MATERIALIZED {IS_DELETED_SQL}\n)\n"
+        f"ENGINE = ReplacingMergeTree({quote(VERSION)}, {quote(IS_DELETED)})\n"
+        f"ORDER BY ({key})\n"
+        f"SETTINGS non_replicated_deduplication_window = {dedup_window}"
+    )
+
+
+def current_view_sql(target: Target) -> str:
+    """Recreated after every ALTER: a view's columns are fixed when it is created."""
+    return (
+        f"CREATE OR REPLACE VIEW {target.current_view} AS "  # noqa: S608 - quoted names
+        f"SELECT * FROM {target.name} FINAL WHERE {quote(IS_DELETED)} = 0"
+    )
+
+
+def existing_columns(client: Any, target: Target) -> dict[str, str] | None:
+    """Ordinary columns of the table (name → type), or None when it does not exist."""
+    rows = client.query(
+        "SELECT name, type, default_kind FROM system.columns "
+        "WHERE database = {db:String} AND table = {t:String} ORDER BY position",
+        parameters={"db": target.database, "t": target.table},
+    ).result_rows
+    if not rows:
+        return None
+    derived = {name for name, _, kind in rows if kind == "MATERIALIZED"}
+    if {VERSION, IS_DELETED} - derived:
+        raise SchemaMismatchError(
+            f"table {target.name} has no MATERIALIZED {VERSION} and {IS_DELETED} columns, so it "
+            f"is not a cdfbridge table: drop it, or set another table, or {REBUILD_HINT}"
+        )
+    return {name: kind for name, kind, default in rows if default != "MATERIALIZED"}
+
+
+def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list[tuple[str, str]]:
+    """Columns to ADD so the table holds `wanted`; raises SchemaMismatchError naming every
+    column that differs in type, or is new and not nullable, or is gone and not nullable."""
+    retyped = [
+        f"{name} is {existing[name]} in the table but {kind} in the schema"
+        for name, kind in wanted
+        if name in existing and _norm(existing[name]) != _norm(kind)
+    ]
+    new = [(name, kind) for name, kind in wanted if name not in existing]
+    required = [f"{name} {kind} is new and not nullable" for name, kind in new if not _null(kind)]
+    names = {name for name, _ in wanted}
+    gone = [
+        f"{name} {kind} is in the table, not in the schema, and not nullable"
+        for name, kind in existing.items()
+        if name not in names and not _null(kind)
+    ]
+    problems = retyped + required + gone
+    if problems:
+        raise SchemaMismatchError(
+            f"table {target.name} does not match the value schema: {'; '.join(problems)}. "
+            f"To replace the table with one of the new schema, {REBUILD_HINT}"
+        )
+    return new
+
+
+def add_columns_sql(target: Target, new: Columns) -> str:
+    adds = ", ".join(f"ADD COLUMN IF NOT EXISTS {quote(name)} {kind}" for name, kind in new)
+    return f"ALTER TABLE {target.name} {adds}"
+
+
+def ensure(
+    client: Any, target: Target, columns: Columns, order_by: Sequence[str], dedup_window: int
+) -> list[tuple[str, str]]:
+    """Create the table and view when missing, else check them and add new columns.
+    Returns the columns added."""
+    existing = existing_columns(client, target)
+    if existing is None:
+        client.command(create_table_sql(target, columns, order_by, dedup_window))
+        client.command(current_view_sql(target))
+        return []
+    new = additions(target, existing, columns)
+    if new:
+        client.command(add_columns_sql(target, new))
+        client.command(current_view_sql(target))
+    return new
+
+
+def _norm(kind: str) -> str:
+    return re.sub(r"[\s`]", "", kind)
+
+
+def _null(kind: str) -> bool:
+    # Array, Map and Tuple cannot be Nullable; a missing one reads as empty.
+    return kind.startswith(("Nullable(", "Array(", "Map(", "Tuple("))

@@ -1,0 +1,100 @@
+"""Write one partition batch to ClickHouse: evolve the table, insert, isolate poison.
+
+No per-row Python on the happy path beyond collecting each value's 5-byte header to spot
+new schema ids; ClickHouse decodes the Avro.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from consumer import isolate, table
+from consumer.batch import PartitionBatch
+from consumer.dlq import DeadLetters
+from consumer.errors import BadDataError
+from consumer.registry import HEADER, Schemas, schema_id
+from consumer.sink import Sink
+from schemas.clickhouse import columns as clickhouse_columns
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Written:
+    rows: int
+    dead_letters: int
+
+
+class BatchWriter:
+    def __init__(
+        self,
+        sink: Sink,
+        schemas: Schemas,
+        dead_letters: DeadLetters,
+        order_by: Sequence[str],
+        dedup_window: int,
+    ) -> None:
+        self.sink = sink
+        self.schemas = schemas
+        self.dead_letters = dead_letters
+        self.order_by = list(order_by)
+        self.dedup_window = dedup_window
+        self._known_headers: set[bytes] = set()
+        self.columns: list[str] = []
+
+    def prepare(self, value_schema: dict[str, Any]) -> None:
+        """Create the table from the schema, or check it and add new columns."""
+        added = table.ensure(
+            self.sink.client,
+            self.sink.target,
+            clickhouse_columns(value_schema),
+            self.order_by,
+            self.dedup_window,
+        )
+        if added:
+            log.info("added columns", extra={"table": self.sink.target.name, "columns": added})
+        existing = table.existing_columns(self.sink.client, self.sink.target) or {}
+        self.columns = list(existing)
+
+    def write(self, batch: PartitionBatch) -> Written:
+        values = batch.values()
+        if not values:
+            return Written(0, 0)
+        self._evolve(values)
+        try:
+            self.sink.insert(values, self.columns, batch.dedup_token)
+        except BadDataError as exc:
+            log.warning(
+                "insert refused, isolating bad messages",
+                extra={
+                    "partition": batch.partition,
+                    "first": batch.first_offset,
+                    "error": str(exc)[:300],
+                },
+            )
+            return self._isolate(batch)
+        return Written(len(values), 0)
+
+    def _evolve(self, values: list[bytes]) -> None:
+        """Step before an insert: a schema id not seen yet may bring new optional fields."""
+        headers = {value[:HEADER] for value in values} - self._known_headers
+        for header in headers:
+            found = schema_id(header)
+            schema = None if found is None else self.schemas.by_id(found)
+            if schema is None:
+                continue  # not framed, or unknown to the registry: poison, isolated on insert
+            self.prepare(schema)
+            self._known_headers.add(header)
+
+    def _isolate(self, batch: PartitionBatch) -> Written:
+        good, poison = isolate.undecodable(batch.messages, self.schemas)
+        poison += isolate.insert_isolating(
+            good,
+            lambda part, token: self.sink.insert([m.value() for m in part], self.columns, token),
+        )
+        for message, why in poison:
+            self.dead_letters.send(message, why)
+        return Written(len(batch.messages) - len(poison), len(poison))

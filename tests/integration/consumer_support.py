@@ -1,0 +1,101 @@
+"""Shared by the consumer's integration tests: Avro change events as the producer writes
+them, and consumer settings pointing at the test services."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from consumer.settings import ConsumerSection, ConsumerSettings
+from schemas.avro import key_schema, value_schema
+from schemas.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings
+from tests.endpoints import Endpoints
+
+ORDERS = {
+    "type": "struct",
+    "fields": [
+        {"name": "id", "type": "long", "nullable": False, "metadata": {}},
+        {"name": "name", "type": "string", "nullable": True, "metadata": {}},
+        {"name": "amount", "type": "decimal(10,2)", "nullable": True, "metadata": {}},
+    ],
+}
+COMMITTED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def with_column(table_schema: dict[str, Any], name: str, kind: str) -> dict[str, Any]:
+    extra = {"name": name, "type": kind, "nullable": True, "metadata": {}}
+    return {**table_schema, "fields": [*table_schema["fields"], extra]}
+
+
+class Changes:
+    """Produces change events for one topic, keyed and framed like the producer's."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints,
+        topic: str,
+        table_schema: dict[str, Any] = ORDERS,
+        primary_key: tuple[str, ...] = ("id",),
+    ) -> None:
+        self.topic = topic
+        self.primary_key = primary_key
+        self.registry = SchemaRegistryClient({"url": endpoints.registry})
+        self.producer = Producer({"bootstrap.servers": endpoints.kafka, "linger.ms": 5})
+        self.use_schema(table_schema)
+        self._key = AvroSerializer(
+            self.registry, json.dumps(key_schema(table_schema, primary_key, "orders"))
+        )
+
+    def use_schema(self, table_schema: dict[str, Any]) -> None:
+        self.value_schema = value_schema(table_schema, "orders")
+        self._value = AvroSerializer(self.registry, json.dumps(self.value_schema))
+
+    def send(self, rows: Iterable[dict[str, Any]], change: str, version: int) -> None:
+        for row in rows:
+            value = {
+                **row,
+                "_change_type": change,
+                "_commit_version": version,
+                "_commit_timestamp": COMMITTED_AT,
+            }
+            key = {column: row[column] for column in self.primary_key}
+            self.send_raw(
+                self._key(key, SerializationContext(self.topic, MessageField.KEY)),
+                self._value(value, SerializationContext(self.topic, MessageField.VALUE)),
+            )
+        self.producer.flush(30)
+
+    def send_raw(self, key: bytes | None, value: bytes | None, partition: int = -1) -> None:
+        self.producer.produce(self.topic, key=key, value=value, partition=partition)
+        self.producer.flush(30)
+
+
+def order(n: int, name: str | None = None) -> dict[str, Any]:
+    return {"id": n, "name": name if name is not None else f"o{n}", "amount": Decimal(n) / 4}
+
+
+def settings(endpoints: Endpoints, topic: str, database: str, **consumer: Any) -> ConsumerSettings:
+    section = {
+        "topic": topic,
+        "group": f"{topic}-group",
+        "batch_seconds": 0.3,
+        "metrics_port": 0,
+        "max_backoff_seconds": 2.0,
+        **consumer,
+    }
+    return ConsumerSettings(
+        kafka=KafkaSettings(bootstrap_servers=endpoints.kafka),
+        schema_registry=SchemaRegistrySettings(url=endpoints.registry),
+        clickhouse=ClickHouseSettings(url=endpoints.clickhouse, database=database),
+        consumer=ConsumerSection(
+            registry_url_for_clickhouse=endpoints.registry_for_clickhouse, **section
+        ),
+    )

@@ -1,0 +1,64 @@
+"""Target-table DDL and schema checks, without a server."""
+
+import pytest
+
+from consumer.errors import SchemaMismatchError
+from consumer.table import Target, add_columns_sql, additions, create_table_sql, current_view_sql
+from schemas.changes import IS_DELETED_SQL, VERSION_SQL
+
+TARGET = Target("db", "odd`name")
+
+
+def test_create_table_is_a_replacing_merge_tree_on_the_derived_version() -> None:
+    sql = create_table_sql(TARGET, [("id", "Int64"), ("my col", "String")], ["id"], 500)
+
+    assert sql.startswith("CREATE TABLE IF NOT EXISTS `db`.`odd\\`name` (")
+    assert "`my col` String" in sql
+    assert f"`_version` UInt64 MATERIALIZED {VERSION_SQL}" in sql
+    assert f"`_is_deleted` UInt8 MATERIALIZED {IS_DELETED_SQL}" in sql
+    assert "ENGINE = ReplacingMergeTree(`_version`, `_is_deleted`)" in sql
+    assert "ORDER BY (`id`)" in sql
+    assert sql.endswith("SETTINGS non_replicated_deduplication_window = 500")
+
+
+def test_current_view_reads_final_without_deleted_rows() -> None:
+    assert current_view_sql(TARGET) == (
+        "CREATE OR REPLACE VIEW `db`.`odd\\`name_current` AS "
+        "SELECT * FROM `db`.`odd\\`name` FINAL WHERE `_is_deleted` = 0"
+    )
+
+
+def test_new_nullable_columns_are_added() -> None:
+    existing = {"id": "Int64"}
+    wanted = [("id", "Int64"), ("note", "Nullable(String)"), ("tags", "Array(String)")]
+
+    new = additions(TARGET, existing, wanted)
+
+    assert new == [("note", "Nullable(String)"), ("tags", "Array(String)")]
+    assert add_columns_sql(TARGET, new) == (
+        "ALTER TABLE `db`.`odd\\`name` ADD COLUMN IF NOT EXISTS `note` Nullable(String), "
+        "ADD COLUMN IF NOT EXISTS `tags` Array(String)"
+    )
+
+
+def test_same_types_spelled_differently_match() -> None:
+    existing = {"t": "Tuple(a Nullable(String), b Int32)"}
+
+    assert additions(TARGET, existing, [("t", "Tuple(`a` Nullable(String), `b` Int32)")]) == []
+
+
+@pytest.mark.parametrize(
+    ("existing", "wanted", "named"),
+    [
+        ({"id": "Int64", "n": "Int32"}, [("id", "Int64"), ("n", "Int64")], "n is Int32 in the"),
+        ({"id": "Int64"}, [("id", "Int64"), ("n", "Int64")], "n Int64 is new and not nullable"),
+        ({"id": "Int64", "n": "Int64"}, [("id", "Int64")], "n Int64 is in the table, not in"),
+    ],
+)
+def test_incompatible_schema_is_refused_naming_the_column_and_the_rebuild_command(
+    existing: dict[str, str], wanted: list[tuple[str, str]], named: str
+) -> None:
+    with pytest.raises(SchemaMismatchError, match=named) as raised:
+        additions(TARGET, existing, wanted)
+
+    assert "cdfbridge-consumer rebuild" in str(raised.value)
