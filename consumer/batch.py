@@ -105,6 +105,10 @@ class Batcher:
             self._cut_at.pop(key, None)
         return dropped
 
+    def open_keys(self) -> list[tuple[TopicPartitionKey, int]]:
+        """(partition, buffered rows) of every open batch."""
+        return [(key, len(batch.messages)) for key, batch in self._open.items()]
+
     def buffered_rows(self) -> int:
         return sum(len(batch.messages) for batch in self._open.values())
 

@@ -79,6 +79,13 @@ class Pipeline:
             while not self._stop.is_set() and not self._caught_up():
                 self._step()
             self._drain()
+        except BaseException:
+            # Stopping on an error: buffered batches stay uncommitted, and close() must
+            # not try to write them on revoke.
+            self._forget(set(self.assigned) | {b.key for b in self._pending})
+            self._pending.clear()
+            self.batcher.drop([key for key, _ in self.batcher.open_keys()])
+            raise
         finally:
             self.consumer.close()
 
