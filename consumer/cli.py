@@ -38,6 +38,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="INFO")
     commands = p.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("run", help="consume until SIGTERM (the default)")
+    ddl = commands.add_parser(
+        "kafka-engine-ddl",
+        help="print (or --apply) DDL for ClickHouse's Kafka engine to ingest the topic itself",
+    )
+    ddl.add_argument("--apply", action="store_true", help="run the DDL in ClickHouse")
+    ddl.add_argument("--kafka-group", help="the Kafka engine's group (default <group>-clickhouse)")
+    ddl.add_argument("--num-consumers", type=int, default=1, help="kafka_num_consumers")
     return p
 
 
@@ -62,9 +69,22 @@ def _run(settings: ConsumerSettings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> int:
+    from consumer import kafka_engine
+
+    group = args.kafka_group or f"{settings.consumer.group}-clickhouse"
+    chosen = kafka_engine.plan(settings, group, args.num_consumers)
+    for statement in chosen.statements():
+        print(f"{statement};\n")
+    if args.apply:
+        kafka_engine.apply(settings, chosen)
+        print(f"-- applied in {settings.clickhouse.url}", file=sys.stderr)
+    return 0
+
+
 def _fail(exc: Exception, code: int) -> int:
     print(f"cdfbridge-consumer: {exc}", file=sys.stderr)
     return code
 
 
-COMMANDS: dict[str, Command] = {"run": _run}
+COMMANDS: dict[str, Command] = {"run": _run, "kafka-engine-ddl": _kafka_engine_ddl}

@@ -25,7 +25,7 @@ from consumer.settings import ConsumerSettings
 from consumer.sink import Sink, connect
 from consumer.table import Target
 from consumer.writer import BatchWriter
-from schemas.errors import ConfigError, TransientError
+from schemas.errors import TransientError
 from schemas.naming import dlq_topic
 
 log = logging.getLogger(__name__)
@@ -246,12 +246,7 @@ class Pipeline:
     def _make_writer(self) -> BatchWriter:
         client = connect(self.settings.clickhouse, compress=False)
         sink = Sink(client, self.target, self.settings.registry_url_for_clickhouse())
-        order_by = self.settings.consumer.primary_key or self.schemas.key_fields(self.topic)
-        if not order_by:
-            raise ConfigError(
-                f"no key schema under {self.topic}-key to order the table by: "
-                "set CDFBRIDGE_CONSUMER__PRIMARY_KEY to the key columns"
-            )
+        order_by = self.schemas.order_by(self.topic, self.settings.consumer.primary_key)
         writer = BatchWriter(
             sink,
             self.schemas,

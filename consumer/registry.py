@@ -63,6 +63,16 @@ class Schemas:
             return None
         return [field["name"] for field in json.loads(found.schema.schema_str)["fields"]]
 
+    def order_by(self, topic: str, configured: list[str]) -> list[str]:
+        """The table's ORDER BY: the configured columns, else the key schema's fields."""
+        found = configured or self.key_fields(topic)
+        if not found:
+            raise ConfigError(
+                f"no key schema under {key_subject(topic)} to order the table by: "
+                "set CDFBRIDGE_CONSUMER__PRIMARY_KEY to the key columns"
+            )
+        return found
+
     def _call(self, request: Any) -> Any:
         try:
             return request()

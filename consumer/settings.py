@@ -32,6 +32,8 @@ class ConsumerSection(Section):
     deduplication_window: int = Field(default=10_000, gt=0)
     # The registry URL as ClickHouse reaches it, when it differs from schema_registry.url.
     registry_url_for_clickhouse: str = ""
+    # The brokers as ClickHouse's Kafka engine reaches them, when they differ.
+    kafka_for_clickhouse: str = ""
     # 0 disables the /metrics and /health endpoint.
     metrics_port: int = Field(default=9465, ge=0, le=65535)
     max_backoff_seconds: float = Field(default=30.0, gt=0)
@@ -54,6 +56,9 @@ class ConsumerSettings(ConnectionSettings):
     """Everything `cdfbridge-consumer` reads, validated once at start-up."""
 
     consumer: ConsumerSection
+
+    def kafka_for_clickhouse(self) -> str:
+        return self.consumer.kafka_for_clickhouse or self.kafka.bootstrap_servers
 
     def registry_url_for_clickhouse(self) -> str:
         return self.consumer.registry_url_for_clickhouse or self.schema_registry.url

@@ -1,0 +1,160 @@
+"""DDL for ClickHouse to ingest a topic itself, into the same kind of table:
+
+1. the target ReplacingMergeTree and its `<table>_current` view (as the Python consumer
+   creates them; `_version` and `_is_deleted` are MATERIALIZED from schemas.changes, so
+   ClickHouse computes them on every insert, whichever path it comes from);
+2. `<table>_kafka`: a Kafka-engine table reading the topic as AvroConfluent, in its own
+   consumer group;
+3. `<table>_kafka_mv`: a materialized view moving each block from 2. into 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from consumer import table
+from consumer.registry import Schemas
+from consumer.settings import ConsumerSettings
+from consumer.sink import connect
+from consumer.table import Columns, Target, create_table_sql, current_view_sql
+from schemas.clickhouse import columns as clickhouse_columns
+from schemas.clickhouse import quote
+from schemas.settings import KafkaSettings
+
+HIDDEN = "******"
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    broker_list: str  # as ClickHouse reaches the brokers
+    topic: str
+    group: str
+    registry_url: str  # as ClickHouse reaches the registry
+    num_consumers: int = 1
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+
+    @classmethod
+    def from_settings(
+        cls, kafka: KafkaSettings, topic: str, group: str, registry_url: str
+    ) -> KafkaSource:
+        password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else None
+        return cls(
+            kafka.bootstrap_servers,
+            topic,
+            group,
+            registry_url,
+            security_protocol=kafka.security_protocol,
+            sasl_mechanism=kafka.sasl_mechanism,
+            sasl_username=kafka.sasl_username,
+            sasl_password=password,
+        )
+
+
+def literal(value: str | int) -> str:
+    if isinstance(value, int):
+        return str(value)
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def queue(target: Target) -> Target:
+    return target.renamed(f"{target.table}_kafka")
+
+
+def pump(target: Target) -> Target:
+    return target.renamed(f"{target.table}_kafka_mv")
+
+
+def statements(
+    target: Target,
+    columns: Columns,
+    order_by: Sequence[str],
+    dedup_window: int,
+    source: KafkaSource,
+    reveal_secrets: bool = False,
+) -> list[str]:
+    """The DDL, in the order to run it; SASL passwords are masked unless revealed."""
+    body = ", ".join(f"{quote(name)} {kind}" for name, kind in columns)
+    names = ", ".join(quote(name) for name, _ in columns)
+    return [
+        create_table_sql(target, columns, order_by, dedup_window),
+        current_view_sql(target),
+        f"CREATE TABLE IF NOT EXISTS {queue(target).name} ({body})\n"
+        f"ENGINE = Kafka\nSETTINGS {_kafka_settings(source, reveal_secrets)}",
+        _pump_sql(target, names),
+    ]
+
+
+def _pump_sql(target: Target, names: str) -> str:
+    select = f"SELECT {names} FROM {queue(target).name}"  # noqa: S608 - identifiers quoted
+    return (
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {pump(target).name} TO {target.name}\nAS {select}"
+    )
+
+
+def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:
+    values: dict[str, str | int] = {
+        "kafka_broker_list": source.broker_list,
+        "kafka_topic_list": source.topic,
+        "kafka_group_name": source.group,
+        "kafka_format": "AvroConfluent",
+        "format_avro_schema_registry_url": source.registry_url,
+        "kafka_num_consumers": source.num_consumers,
+        "input_format_avro_allow_missing_fields": 1,
+    }
+    if source.security_protocol != "PLAINTEXT":
+        values["kafka_security_protocol"] = source.security_protocol.lower()
+    if source.sasl_mechanism:
+        values["kafka_sasl_mechanism"] = source.sasl_mechanism
+    if source.sasl_username:
+        values["kafka_sasl_username"] = source.sasl_username
+    if source.sasl_password:
+        values["kafka_sasl_password"] = source.sasl_password if reveal_secrets else HIDDEN
+    return ",\n    ".join(f"{key} = {literal(value)}" for key, value in values.items())
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: Target
+    columns: Columns
+    order_by: list[str]
+    dedup_window: int
+    source: KafkaSource
+
+    def statements(self, reveal_secrets: bool = False) -> list[str]:
+        return statements(
+            self.target,
+            self.columns,
+            self.order_by,
+            self.dedup_window,
+            self.source,
+            reveal_secrets,
+        )
+
+
+def plan(settings: ConsumerSettings, group: str, num_consumers: int = 1) -> Plan:
+    """The Kafka-engine DDL for the settings' topic and table, from the registry's schemas."""
+    schemas = Schemas(settings.schema_registry.client_config())
+    topic = settings.consumer.topic
+    _, value_schema = schemas.latest_value(topic)
+    source = KafkaSource.from_settings(
+        settings.kafka, topic, group, settings.registry_url_for_clickhouse()
+    )
+    return Plan(
+        Target(settings.clickhouse.database, settings.consumer.target_table),
+        clickhouse_columns(value_schema),
+        schemas.order_by(topic, settings.consumer.primary_key),
+        settings.consumer.deduplication_window,
+        replace(source, broker_list=settings.kafka_for_clickhouse(), num_consumers=num_consumers),
+    )
+
+
+def apply(settings: ConsumerSettings, chosen: Plan) -> None:
+    """Create (or check) the target table, then the Kafka table and its view."""
+    client = connect(settings.clickhouse)
+    table.ensure(client, chosen.target, chosen.columns, chosen.order_by, chosen.dedup_window)
+    for statement in chosen.statements(reveal_secrets=True)[2:]:
+        client.command(statement)

@@ -1,0 +1,75 @@
+"""ClickHouse's Kafka engine, from the DDL cdfbridge generates, ends equal to the Python
+consumer on the same topic."""
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from consumer.cli import main
+from consumer.loop import Pipeline
+from tests.endpoints import Endpoints
+from tests.integration.consumer_support import Changes, order, settings
+
+pytestmark = pytest.mark.integration
+
+
+def test_kafka_engine_table_equals_the_python_consumers(
+    endpoints: Endpoints,
+    topic_factory: Any,
+    clickhouse: Any,
+    ch_database: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = topic_factory(partitions=2)
+    changes = Changes(endpoints, topic)
+    changes.send([order(n) for n in range(20)], "insert", 1)
+    changes.send([order(n) for n in range(5)], "delete", 2)
+    changes.send([order(n, "again") for n in range(3)], "insert", 2)
+    changes.send([order(7, "changed")], "update_postimage", 3)
+    python_side = settings(endpoints, topic, ch_database, table="by_python")
+    Pipeline(python_side, until_caught_up=True).run()
+    for name, value in {
+        "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
+        "SCHEMA_REGISTRY__URL": endpoints.registry,
+        "CLICKHOUSE__URL": endpoints.clickhouse,
+        "CLICKHOUSE__DATABASE": ch_database,
+        "CONSUMER__KAFKA_FOR_CLICKHOUSE": endpoints.kafka_for_clickhouse,
+        "CONSUMER__REGISTRY_URL_FOR_CLICKHOUSE": endpoints.registry_for_clickhouse,
+    }.items():
+        monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
+
+    code = main(
+        ["--topic", topic, "--group", f"{topic}-group", "--table", "by_kafka"]
+        + ["kafka-engine-ddl", "--apply"]
+    )
+
+    assert code == 0
+    assert "ENGINE = Kafka" in capsys.readouterr().out
+    wait_until_group_committed_the_end(endpoints, topic, f"{topic}-group-clickhouse")
+    db = f"`{ch_database}`"
+    clickhouse.command(f"DROP TABLE {db}.by_kafka_kafka_mv")  # stop ingesting
+    clickhouse.command(f"DROP TABLE {db}.by_kafka_kafka")
+    resolved = "SELECT *, _version, _is_deleted FROM {db}.{t} FINAL ORDER BY id"
+    by_python = clickhouse.query(resolved.format(db=db, t="by_python")).result_rows
+    by_kafka = clickhouse.query(resolved.format(db=db, t="by_kafka")).result_rows
+    assert by_kafka == by_python
+    assert len(by_python) == 18  # ids 0-19, without 3 and 4 (deleted)
+    current = "SELECT * FROM {db}.{t} ORDER BY id"
+    assert clickhouse.query(current.format(db=db, t="by_kafka_current")).result_rows == (
+        clickhouse.query(current.format(db=db, t="by_python_current")).result_rows
+    )
+
+
+def wait_until_group_committed_the_end(endpoints: Endpoints, topic: str, group: str) -> None:
+    probe = Consumer({"bootstrap.servers": endpoints.kafka, "group.id": group})
+    partitions = probe.list_topics(topic, timeout=10).topics[topic].partitions
+    wanted = [TopicPartition(topic, p) for p in partitions]
+    ends = {tp.partition: probe.get_watermark_offsets(tp, timeout=10)[1] for tp in wanted}
+    deadline = time.monotonic() + 90
+    while {tp.partition: tp.offset for tp in probe.committed(wanted, timeout=10)} != ends:
+        assert time.monotonic() < deadline, f"group {group} did not commit {ends} in 90 s"
+        time.sleep(0.5)
+    probe.close()

@@ -1,0 +1,58 @@
+"""Kafka-engine DDL text, without a server."""
+
+from consumer.kafka_engine import HIDDEN, KafkaSource, statements
+from consumer.table import Target
+
+SOURCE = KafkaSource(
+    "kafka:9092",
+    "cdfbridge.orders",
+    "orders-ch",
+    "http://registry:8080/apis/ccompat/v7",
+    security_protocol="SASL_SSL",
+    sasl_mechanism="PLAIN",
+    sasl_username="u",
+    sasl_password="it's-secret",  # noqa: S106 - a test value
+)
+
+
+def ddl(reveal: bool = False) -> list[str]:
+    return statements(
+        Target("db", "orders"),
+        [("id", "Int64"), ("_change_type", "String")],
+        ["id"],
+        100,
+        SOURCE,
+        reveal,
+    )
+
+
+def test_kafka_table_reads_avro_confluent_through_the_registry_in_its_own_group() -> None:
+    queue = ddl()[2]
+
+    assert queue.startswith("CREATE TABLE IF NOT EXISTS `db`.`orders_kafka` (`id` Int64,")
+    assert "ENGINE = Kafka" in queue
+    for setting in (
+        "kafka_broker_list = 'kafka:9092'",
+        "kafka_topic_list = 'cdfbridge.orders'",
+        "kafka_group_name = 'orders-ch'",
+        "kafka_format = 'AvroConfluent'",
+        "format_avro_schema_registry_url = 'http://registry:8080/apis/ccompat/v7'",
+        "kafka_security_protocol = 'sasl_ssl'",
+    ):
+        assert setting in queue
+
+
+def test_view_moves_the_value_columns_into_the_replacing_merge_tree() -> None:
+    table, view, _, pump = ddl()
+
+    assert "ReplacingMergeTree(`_version`, `_is_deleted`)" in table
+    assert view.startswith("CREATE OR REPLACE VIEW `db`.`orders_current`")
+    assert pump == (
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS `db`.`orders_kafka_mv` TO `db`.`orders`\n"
+        "AS SELECT `id`, `_change_type` FROM `db`.`orders_kafka`"
+    )
+
+
+def test_sasl_password_is_masked_unless_applied() -> None:
+    assert f"kafka_sasl_password = '{HIDDEN}'" in ddl()[2]
+    assert "kafka_sasl_password = 'it\\'s-secret'" in ddl(reveal=True)[2]
