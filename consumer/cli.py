@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from consumer import logs
@@ -45,6 +46,26 @@ def parser() -> argparse.ArgumentParser:
     ddl.add_argument("--apply", action="store_true", help="run the DDL in ClickHouse")
     ddl.add_argument("--kafka-group", help="the Kafka engine's group (default <group>-clickhouse)")
     ddl.add_argument("--num-consumers", type=int, default=1, help="kafka_num_consumers")
+    rebuild = commands.add_parser(
+        "rebuild",
+        help="refill the table from the topic into a shadow table, then swap it in atomically",
+    )
+    rebuild.add_argument("--rebuild-group", help="group to use (default <group>-rebuild-<time>)")
+    reset = commands.add_parser(
+        "reset-offsets", help="move the (stopped) group's offsets; it then re-reads from there"
+    )
+    to = reset.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument(
+        "--to-datetime",
+        type=datetime.fromisoformat,
+        help="ISO time, e.g. 2026-01-02T03:04:05+00:00",
+    )
+    to.add_argument("--to-offset", type=int)
+    reset.add_argument("--partition", type=int, action="append", help="repeatable; default all")
+    commands.add_parser(
+        "status", help="committed offset and lag per partition, last Delta version, row counts"
+    )
     return p
 
 
@@ -82,9 +103,48 @@ def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> i
     return 0
 
 
+def _rebuild(settings: ConsumerSettings, args: argparse.Namespace) -> int:
+    from consumer.rebuild import rebuild
+
+    done = rebuild(settings, args.rebuild_group or "")
+    print(f"rebuilt {done.table} with group {done.group}: {done.rows} rows")
+    return 0
+
+
+def _reset_offsets(settings: ConsumerSettings, args: argparse.Namespace) -> int:
+    from consumer import offsets
+
+    kafka = settings.kafka.client_config()
+    chosen = offsets.targets(
+        kafka,
+        settings.consumer.topic,
+        earliest=args.to_earliest,
+        at=args.to_datetime,
+        offset=args.to_offset,
+        partitions=args.partition,
+    )
+    offsets.reset(kafka, settings.consumer.group, chosen)
+    for tp in chosen:
+        print(f"group {settings.consumer.group} partition {tp.partition}: offset {tp.offset}")
+    return 0
+
+
+def _status(settings: ConsumerSettings, args: argparse.Namespace) -> int:
+    from consumer.status import status
+
+    print("\n".join(status(settings).lines()))
+    return 0
+
+
 def _fail(exc: Exception, code: int) -> int:
     print(f"cdfbridge-consumer: {exc}", file=sys.stderr)
     return code
 
 
-COMMANDS: dict[str, Command] = {"run": _run, "kafka-engine-ddl": _kafka_engine_ddl}
+COMMANDS: dict[str, Command] = {
+    "run": _run,
+    "kafka-engine-ddl": _kafka_engine_ddl,
+    "rebuild": _rebuild,
+    "reset-offsets": _reset_offsets,
+    "status": _status,
+}

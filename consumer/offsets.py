@@ -1,0 +1,100 @@
+"""Where a consumer group stands, and moving it: to the earliest offset, a time or an offset.
+
+Moving offsets needs the group to be idle: stop its consumers first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from schemas.errors import ConfigError, ServiceUnavailableError
+
+TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    partition: int
+    committed: int  # -1001 when the group never committed
+    low: int
+    high: int
+
+    @property
+    def lag(self) -> int:
+        return self.high - (self.committed if self.committed >= 0 else self.low)
+
+
+def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[PartitionOffsets]:
+    probe = Consumer({**client_config, "group.id": group, "enable.auto.commit": False})
+    try:
+        partitions = [TopicPartition(topic, p) for p in _partitions(probe, topic)]
+        committed = probe.committed(partitions, timeout=TIMEOUT_S)
+        found = []
+        for tp in committed:
+            low, high = probe.get_watermark_offsets(tp, timeout=TIMEOUT_S)
+            found.append(PartitionOffsets(tp.partition, tp.offset, low, high))
+        return found
+    except KafkaException as exc:
+        raise ServiceUnavailableError(f"cannot read offsets of group {group}: {exc}") from exc
+    finally:
+        probe.close()
+
+
+def targets(
+    client_config: Mapping[str, Any],
+    topic: str,
+    *,
+    earliest: bool = False,
+    at: datetime | None = None,
+    offset: int | None = None,
+    partitions: list[int] | None = None,
+) -> list[TopicPartition]:
+    """The offsets to move to: the earliest, the first at or after `at`, or `offset`."""
+    if sum((earliest, at is not None, offset is not None)) != 1:
+        raise ConfigError("choose one of --to-earliest, --to-datetime or --to-offset")
+    probe = Consumer({**client_config, "group.id": "cdfbridge-offsets-probe"})
+    try:
+        chosen = partitions if partitions is not None else _partitions(probe, topic)
+        if at is not None:
+            millis = int(at.timestamp() * 1000)
+            asked = [TopicPartition(topic, p, millis) for p in chosen]
+            found = probe.offsets_for_times(asked, timeout=TIMEOUT_S)
+            ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p))[1] for p in chosen}
+            return [
+                TopicPartition(
+                    topic, tp.partition, tp.offset if tp.offset >= 0 else ends[tp.partition]
+                )
+                for tp in found
+            ]
+        if earliest:
+            lows = [probe.get_watermark_offsets(TopicPartition(topic, p))[0] for p in chosen]
+            return [TopicPartition(topic, p, low) for p, low in zip(chosen, lows, strict=True)]
+        assert offset is not None  # noqa: S101 - one of the three was given
+        return [TopicPartition(topic, p, offset) for p in chosen]
+    finally:
+        probe.close()
+
+
+def reset(client_config: Mapping[str, Any], group: str, offsets: list[TopicPartition]) -> None:
+    admin = AdminClient(dict(client_config))
+    request = [ConsumerGroupTopicPartitions(group, offsets)]
+    try:
+        admin.alter_consumer_group_offsets(request)[group].result(timeout=TIMEOUT_S)
+    except KafkaException as exc:
+        raise ConfigError(
+            f"cannot move the offsets of group {group}: {exc.args[0]}; "
+            "stop the group's consumers first"
+        ) from exc
+
+
+def _partitions(probe: Any, topic: str) -> list[int]:
+    metadata = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
+    if metadata.error is not None:
+        raise ConfigError(f"topic {topic}: {metadata.error}")
+    return sorted(metadata.partitions)

@@ -1,0 +1,67 @@
+"""`status`: where the group stands per partition, the last Delta version in the table,
+and its row counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from consumer import offsets, table
+from consumer.settings import ConsumerSettings
+from consumer.sink import connect
+from consumer.table import Target
+from schemas.changes import COMMIT_VERSION
+from schemas.clickhouse import quote
+
+
+@dataclass(frozen=True)
+class Status:
+    group: str
+    topic: str
+    partitions: list[offsets.PartitionOffsets]
+    table: str
+    rows: int | None  # every row version stored; None when the table does not exist
+    current_rows: int | None  # rows of <table>_current: the Delta table's row count
+    last_version: int | None  # highest _commit_version in the table
+
+    @property
+    def lag(self) -> int:
+        return sum(p.lag for p in self.partitions)
+
+    def lines(self) -> list[str]:
+        out = [f"group {self.group} on topic {self.topic}: total lag {self.lag}"]
+        out += [
+            f"  partition {p.partition}: committed {_offset(p.committed)}, end {p.high}, "
+            f"lag {p.lag}"
+            for p in self.partitions
+        ]
+        if self.rows is None:
+            out.append(f"table {self.table}: does not exist")
+        else:
+            out.append(
+                f"table {self.table}: {self.rows} rows stored, {self.current_rows} current, "
+                f"last Delta version {self.last_version}"
+            )
+        return out
+
+
+def status(settings: ConsumerSettings) -> Status:
+    c = settings.consumer
+    found = offsets.positions(settings.kafka.client_config(), c.group, c.topic)
+    target = Target(settings.clickhouse.database, c.target_table)
+    client = connect(settings.clickhouse)
+    rows = current = version = None
+    if table.existing_columns(client, target) is not None:
+        rows, version = _counts(client, target)
+        current = int(client.command(f"SELECT count() FROM {target.current_view}"))  # noqa: S608
+    return Status(c.group, c.topic, found, target.name, rows, current, version)
+
+
+def _counts(client: Any, target: Target) -> tuple[int, int | None]:
+    query = f"SELECT count(), max({quote(COMMIT_VERSION)}) FROM {target.name}"  # noqa: S608
+    [(rows, version)] = client.query(query).result_rows
+    return int(rows), (int(version) if rows else None)
+
+
+def _offset(committed: int) -> str:
+    return str(committed) if committed >= 0 else "none"
