@@ -5,13 +5,22 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import clickhouse_connect
 import pytest
 
 from consumer.loop import Pipeline
+from schemas.settings import ClickHouseSettings
+from stack.clickhouse import ClickHouse
+from stack.settings import StackSettings
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import Changes, order, settings
+from tests.integration.test_stack import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +66,8 @@ def test_kill_9_between_insert_and_commit_does_not_double_rows(
     crashed = subprocess.run(
         [sys.executable, "-c", DIE_AFTER_INSERT], env=env, timeout=120, capture_output=True
     )
+    # Merges would fold doubled rows away; the count below must see every row stored.
+    clickhouse.command(f"SYSTEM STOP MERGES `{ch_database}`.`{topic}`")
     inserted_before_crash = clickhouse.command(f"SELECT count() FROM `{ch_database}`.`{topic}`")
     # More changes arrive meanwhile, so a restart that ignored the crashed batch's end would
     # cut a larger batch with another dedup token.
@@ -68,3 +79,117 @@ def test_kill_9_between_insert_and_commit_does_not_double_rows(
     assert inserted_before_crash == 30
     count = clickhouse.command(f"SELECT count() FROM `{ch_database}`.`{topic}`")
     assert count == 50
+
+
+class Background:
+    """A Pipeline running on a thread until stopped; keeps what it raised."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.pipeline.run()
+        except BaseException as exc:  # noqa: BLE001 - reported by stop()
+            self.errors.append(exc)
+
+    def stop(self) -> None:
+        self.pipeline.stop()
+        self.thread.join(timeout=120)
+        assert not self.thread.is_alive()
+        assert self.errors == []
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+def rows(client: Any, table: str) -> int:
+    """Rows stored in `table`, 0 while the consumer has not created it yet."""
+    if not client.command(f"EXISTS TABLE {table}"):
+        return 0
+    return int(client.command(f"SELECT count() FROM {table}"))
+
+
+def test_rebalance_between_two_consumers_of_one_group_loses_and_doubles_nothing(
+    endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
+) -> None:
+    topic = topic_factory(partitions=4)
+    changes = Changes(endpoints, topic)
+    changes.send([order(n) for n in range(40)], "insert", 1)
+    table = f"`{ch_database}`.`{topic}`"
+
+    def count() -> int:
+        return rows(clickhouse, table)
+
+    first = Background(Pipeline(settings(endpoints, topic, ch_database)))
+    wait_for(lambda: count() == 40, "the first consumer to insert the snapshot")
+    # Merges would fold versions of a key together; the count below must see every row.
+    clickhouse.command(f"SYSTEM STOP MERGES {table}")
+    second = Background(Pipeline(settings(endpoints, topic, ch_database)))
+    wait_for(
+        lambda: len(first.pipeline.assigned) == 2 and len(second.pipeline.assigned) == 2,
+        "the group to rebalance to two partitions each",
+    )
+    changes.send([order(n, "later") for n in range(40)], "update_postimage", 2)
+    wait_for(lambda: count() >= 80, "both consumers to insert the updates")
+    first.stop()
+    second.stop()
+
+    assert count() == 80
+    names = clickhouse.query(f"SELECT DISTINCT name FROM {table} FINAL").result_rows
+    assert names == [("later",)]
+    assert first.pipeline.ever_assigned | second.pipeline.ever_assigned == {
+        (topic, p) for p in range(4)
+    }
+
+
+@pytest.fixture
+def own_clickhouse(tmp_path: Path) -> Iterator[ClickHouse]:
+    """A private ClickHouse the test may stop and start; it reaches the shared registry."""
+    service = ClickHouse(
+        StackSettings(
+            home=tmp_path / "stack",
+            clickhouse_http_port=free_port(),
+            clickhouse_tcp_port=free_port(),
+        )
+    )
+    service.start()
+    yield service
+    service.stop()
+
+
+def test_clickhouse_restarted_mid_run_is_waited_for_and_nothing_is_lost(
+    endpoints: Endpoints, topic_factory: Any, own_clickhouse: ClickHouse
+) -> None:
+    topic = topic_factory(partitions=2)
+    changes = Changes(endpoints, topic)
+    changes.send([order(n) for n in range(20)], "insert", 1)
+    base = settings(endpoints, topic, "default")
+    pointed = base.model_copy(
+        update={"clickhouse": ClickHouseSettings(url=own_clickhouse.endpoint, database="default")}
+    )
+    client = clickhouse_connect.get_client(dsn=own_clickhouse.endpoint)
+    running = Background(Pipeline(pointed))
+    table = f"`default`.`{topic}`"
+    wait_for(lambda: rows(client, table) == 20, "the first rows")
+
+    own_clickhouse.stop()
+    changes.send([order(n, "later") for n in range(20)], "update_postimage", 2)
+    wait_for(lambda: running.pipeline.metrics.retries._value.get() >= 2, "failed retries")
+    own_clickhouse.start()
+    client = clickhouse_connect.get_client(dsn=own_clickhouse.endpoint)
+    wait_for(lambda: running.pipeline.metrics.rows._value.get() >= 40, "the updates")
+    running.stop()
+
+    current = client.query(
+        f"SELECT count(), groupUniqArray(name) FROM `default`.`{topic}_current`"
+    ).result_rows
+    assert current == [(20, ["later"])]
+    assert running.pipeline.metrics.rows._value.get() == 40
