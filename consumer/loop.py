@@ -109,6 +109,7 @@ class Pipeline:
                 log.warning("kafka error", extra={"error": str(error)})
         self._pending += self.batcher.due()
         self._flush_pending()
+        self.metrics.buffered.set(self.batcher.buffered_rows())
 
     def _flush_pending(self) -> None:
         while self._pending:

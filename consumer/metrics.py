@@ -40,6 +40,11 @@ class Metrics:
             "Messages sent to the dead-letter topic",
             registry=self.registry,
         )
+        self.buffered = Gauge(
+            "cdfbridge_consumer_buffered_rows",
+            "Rows read from Kafka and not yet written to ClickHouse",
+            registry=self.registry,
+        )
         self.retries = Counter(
             "cdfbridge_consumer_retries",
             "Batches retried after a transient error",

@@ -3,10 +3,12 @@ doubling rows."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 import clickhouse_connect
 import pytest
 
+from consumer import offsets
 from consumer.loop import Pipeline
 from schemas.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
@@ -193,3 +196,39 @@ def test_clickhouse_restarted_mid_run_is_waited_for_and_nothing_is_lost(
     ).result_rows
     assert current == [(20, ["later"])]
     assert running.pipeline.metrics.rows._value.get() == 40
+
+
+def test_sigterm_drains_commits_and_exits_0_and_health_answers_meanwhile(
+    endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
+) -> None:
+    topic = topic_factory(partitions=2)
+    Changes(endpoints, topic).send([order(n) for n in range(10)], "insert", 1)
+    port = free_port()
+    env = env_for(endpoints, topic, ch_database, batch_seconds="600", metrics_port=str(port))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "consumer", "run"], env=env, stderr=subprocess.PIPE
+    )
+    try:
+        wait_for(
+            lambda: "cdfbridge_consumer_buffered_rows 10.0" in scrape(port, "/metrics"),
+            "the consumer to buffer the 10 changes",
+        )
+        health = scrape(port, "/health")
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    finally:
+        process.kill()
+
+    assert health == "ok\n"
+    assert code == 0, process.stderr.read().decode()[-2000:] if process.stderr else ""
+    assert clickhouse.command(f"SELECT count() FROM `{ch_database}`.`{topic}`") == 10
+    positions = offsets.positions({"bootstrap.servers": endpoints.kafka}, f"{topic}-group", topic)
+    assert sum(p.lag for p in positions) == 0
+
+
+def scrape(port: int, path: str) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:  # noqa: S310
+            return str(answer.read().decode())
+    except OSError:
+        return ""  # not listening yet
