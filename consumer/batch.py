@@ -1,16 +1,23 @@
 """One batch per partition, cut by rows, bytes or age (defaults: 100k rows or 5 s).
 
 A batch keeps the messages of one (topic, partition) in offset order, tombstones included
-so that committing moves past them; only non-null values are inserted.
+so that committing moves past them; only non-null values are inserted. Messages arrive in
+chunks (one consume() call), and a chunk is split per partition with one pass and list
+slices: no per-message work beyond reading its partition and error.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import methodcaller
 from typing import Any
 
 TopicPartitionKey = tuple[str, int]
+_PARTITION = methodcaller("partition")
+_VALUE = methodcaller("value")
 
 
 @dataclass
@@ -19,7 +26,7 @@ class PartitionBatch:
     partition: int
     first_offset: int
     last_offset: int = -1
-    messages: list[Any] = field(default_factory=list)  # confluent_kafka.Message, values not null
+    messages: list[Any] = field(default_factory=list)  # confluent_kafka.Message
     nbytes: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -34,7 +41,13 @@ class PartitionBatch:
         return f"{self.topic}-{self.partition}-{self.first_offset}-{self.last_offset}"
 
     def values(self) -> list[bytes]:
-        return [message.value() for message in self.messages]
+        """The values to insert: tombstones (null values) left out."""
+        values = list(map(_VALUE, self.messages))
+        return [v for v in values if v is not None] if None in values else values
+
+    def data_messages(self) -> list[Any]:
+        """Messages with a value, i.e. not tombstones."""
+        return [m for m in self.messages if m.value() is not None]
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,7 @@ class Limits:
 
 
 class Batcher:
-    """Buffers messages per partition; `add` returns a batch as soon as it is full."""
+    """Buffers messages per partition; `extend` returns the batches that became full."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -53,37 +66,62 @@ class Batcher:
         # Offset at which a partition's next batch must end, so that a batch inserted before
         # a crash is cut the same way after the restart and its dedup token matches.
         self._cut_at: dict[TopicPartitionKey, int] = {}
+        self.last_seen: set[TopicPartitionKey] = set()  # partitions of the last chunk
 
     def cut_at(self, key: TopicPartitionKey, offset: int) -> None:
         self._cut_at[key] = offset
 
-    def add(self, message: Any) -> list[PartitionBatch]:
-        """Buffer one message; returns the batches it completed (at most two)."""
-        key = (message.topic(), message.partition())
-        offset = message.offset()
+    def extend(self, messages: Iterable[Any]) -> list[PartitionBatch]:
+        """Buffer messages of one topic (no errors among them); returns the batches they
+        completed. Consecutive messages of a partition are taken as one run, in C."""
+        self.last_seen = set()
         done: list[PartitionBatch] = []
-        cut = self._cut_at.get(key)
-        if cut is not None and offset > cut:  # the cut offset is gone: cut before this one
-            if key in self._open:
-                done.append(self._close(key))
-            self._cut_at.pop(key, None)
-            cut = None
-        batch = self._open.get(key)
-        if batch is None:
-            batch = self._open[key] = PartitionBatch(key[0], key[1], offset)
-        batch.last_offset = offset
-        value = message.value()
-        if value is not None:
-            batch.messages.append(message)
-            batch.nbytes += len(value)
-        limits = self.limits
-        if (
-            len(batch.messages) >= limits.rows
-            or batch.nbytes >= limits.nbytes
-            or (cut is not None and offset >= cut)
-        ):
-            done.append(self._close(key))
+        for partition, run in groupby(messages, key=_PARTITION):
+            chunk = list(run)
+            key = (chunk[0].topic(), partition)
+            self.last_seen.add(key)
+            done += self._extend(key, chunk)
         return done
+
+    def add(self, message: Any) -> list[PartitionBatch]:
+        return self.extend([message])
+
+    def _extend(self, key: TopicPartitionKey, chunk: list[Any]) -> list[PartitionBatch]:
+        done: list[PartitionBatch] = []
+        while chunk:
+            batch = self._open.get(key)
+            if batch is None:
+                batch = self._open[key] = PartitionBatch(key[0], key[1], chunk[0].offset())
+            take = self._room(key, batch, chunk)
+            if take == 0:  # the recorded cut lies before this chunk: close what is open
+                done.append(self._close(key))
+                continue
+            part, chunk = chunk[:take], chunk[take:]
+            batch.messages += part
+            batch.last_offset = part[-1].offset()
+            batch.nbytes += sum(map(len, part))  # len(message) is its value's length
+            full = len(batch.messages) >= self.limits.rows or batch.nbytes >= self.limits.nbytes
+            if full or chunk or self._cut_reached(key, batch):
+                done.append(self._close(key))
+        return done
+
+    def _room(self, key: TopicPartitionKey, batch: PartitionBatch, chunk: list[Any]) -> int:
+        """How many of `chunk` fit in `batch`: up to the row limit and the recorded cut."""
+        take = min(len(chunk), max(1, self.limits.rows - len(batch.messages)))
+        cut = self._cut_at.get(key)
+        if cut is not None:
+            within = [i for i, m in enumerate(chunk[:take]) if m.offset() <= cut]
+            take = len(within) if within else 0
+            if take == 0:  # the recorded end is gone: start afresh past it
+                del self._cut_at[key]
+                if batch.messages:
+                    return 0
+                take = min(len(chunk), self.limits.rows)
+        return take
+
+    def _cut_reached(self, key: TopicPartitionKey, batch: PartitionBatch) -> bool:
+        cut = self._cut_at.get(key)
+        return cut is not None and batch.last_offset >= cut
 
     def due(self, now: float | None = None) -> list[PartitionBatch]:
         """Batches older than the time limit, closed."""
@@ -106,7 +144,7 @@ class Batcher:
         return dropped
 
     def open_keys(self) -> list[tuple[TopicPartitionKey, int]]:
-        """(partition, buffered rows) of every open batch."""
+        """(partition, buffered messages) of every open batch."""
         return [(key, len(batch.messages)) for key, batch in self._open.items()]
 
     def buffered_rows(self) -> int:
@@ -114,7 +152,6 @@ class Batcher:
 
     def _close(self, key: TopicPartitionKey) -> PartitionBatch:
         batch = self._open.pop(key)
-        cut = self._cut_at.get(key)
-        if cut is not None and batch.last_offset >= cut:
+        if self._cut_reached(key, batch):
             del self._cut_at[key]
         return batch

@@ -38,7 +38,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="TOML file with [consumer], [kafka] ... tables")
     p.add_argument("--log-level", default="INFO")
     commands = p.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("run", help="consume until SIGTERM (the default)")
+    run = commands.add_parser("run", help="consume until SIGTERM (the default)")
+    run.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="exit 0 once every partition is consumed to its end (backfills, benchmarks)",
+    )
     ddl = commands.add_parser(
         "kafka-engine-ddl",
         help="print (or --apply) DDL for ClickHouse's Kafka engine to ingest the topic itself",
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(settings: ConsumerSettings, args: argparse.Namespace) -> int:
     from consumer.loop import run
 
-    run(settings)
+    run(settings, until_caught_up=getattr(args, "until_caught_up", False))
     return 0
 
 

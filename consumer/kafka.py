@@ -22,9 +22,13 @@ def consumer_config(client_config: Mapping[str, Any], group: str) -> dict[str, A
         "isolation.level": "read_committed",
         "partition.assignment.strategy": "cooperative-sticky",
         "auto.offset.reset": "earliest",
+        # Prefetch whole batches' worth without pausing: librdkafka otherwise backs off for
+        # a second whenever a partition's queue holds 100k messages.
         "fetch.max.bytes": 64 * 1024 * 1024,
         "max.partition.fetch.bytes": 8 * 1024 * 1024,
-        "queued.max.messages.kbytes": 256 * 1024,
+        "queued.min.messages": 1_000_000,
+        "queued.max.messages.kbytes": 128 * 1024,  # the bound on prefetched memory
+        "fetch.queue.backoff.ms": 0,
     }
 
 

@@ -1,4 +1,5 @@
-"""The consumer group's loop: poll, batch per partition, write to ClickHouse, then commit.
+"""The consumer group's loop: poll, batch per partition, write to ClickHouse, then commit
+(the ordered steps are in consumer/commit.py).
 
 One `Pipeline` per process; `run()` installs SIGTERM and SIGINT handlers that drain the
 buffered batches, commit them and return.
@@ -12,11 +13,11 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from consumer.batch import Batcher, Limits, PartitionBatch, TopicPartitionKey
+from consumer.commit import INTENT, Committer
 from consumer.dlq import DeadLetters
-from consumer.errors import RegistryUnavailableError
 from consumer.kafka import consumer_config, ensure_topic
 from consumer.metrics import Metrics
 from consumer.registry import Schemas
@@ -29,7 +30,6 @@ from schemas.errors import TransientError
 from schemas.naming import dlq_topic
 
 log = logging.getLogger(__name__)
-INTENT = "cdfbridge:batch-end="  # commit metadata: the last offset of the batch in flight
 FETCH = 10_000  # messages per consume() call
 
 
@@ -37,15 +37,17 @@ class Pipeline:
     def __init__(
         self, settings: ConsumerSettings, *, until_caught_up: bool = False, group: str = ""
     ) -> None:
+        c = settings.consumer
         self.settings = settings
-        self.topic = settings.consumer.topic
-        self.group = group or settings.consumer.group
+        self.topic = c.topic
+        self.group = group or c.group
         self.until_caught_up = until_caught_up
         self.metrics = Metrics()
-        self.backoff = Backoff(settings.consumer.max_backoff_seconds)
-        c = settings.consumer
+        self.backoff = Backoff(c.max_backoff_seconds)
         self.batcher = Batcher(Limits(c.batch_rows, c.batch_bytes, c.batch_seconds))
         self.target = Target(settings.clickhouse.database, c.target_table)
+        self.schemas = Schemas(settings.schema_registry.client_config())
+        self.dead_letters = DeadLetters(settings.kafka.client_config())
         self.assigned: set[TopicPartitionKey] = set()
         self.ever_assigned: set[TopicPartitionKey] = set()
         self._pending: list[PartitionBatch] = []
@@ -53,23 +55,26 @@ class Pipeline:
         self._all_partitions: set[TopicPartitionKey] = set()
         self._paused_until: float | None = None
         self._stop = threading.Event()
-        self.schemas = Schemas(settings.schema_registry.client_config())
-        self.dead_letters = DeadLetters(settings.kafka.client_config())
-        self.writer: BatchWriter | None = None
-        self.consumer: Any = None
+        self.committer: Committer | None = None
 
     def stop(self) -> None:
         self._stop.set()
 
     def run(self) -> None:
         """Consume until stopped (or caught up), then drain and commit what is buffered."""
-        self.writer = self._retrying(self._make_writer)
-        if self.writer is None:
+        writer = self._retrying(self._make_writer)
+        if writer is None:
             return
-        ensure_topic(self.settings.kafka.client_config(), dlq_topic(self.topic))
-        config = consumer_config(self.settings.kafka.client_config(), self.group)
-        self.consumer = Consumer({**config, "enable.partition.eof": self.until_caught_up})
-        self.consumer.subscribe(
+        kafka = self.settings.kafka.client_config()
+        ensure_topic(kafka, dlq_topic(self.topic))
+        consumer = Consumer(
+            {**consumer_config(kafka, self.group), "enable.partition.eof": self.until_caught_up}
+        )
+        self.committer = Committer(consumer, writer, self.dead_letters, self.metrics)
+        if self.until_caught_up:
+            partitions = consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions
+            self._all_partitions = {(self.topic, p) for p in partitions}
+        consumer.subscribe(
             [self.topic],
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
@@ -77,132 +82,99 @@ class Pipeline:
         )
         try:
             while not self._stop.is_set() and not self._caught_up():
-                self._step()
+                self._step(consumer)
             self._drain()
         except BaseException:
-            # Stopping on an error: buffered batches stay uncommitted, and close() must
-            # not try to write them on revoke.
-            self._forget(set(self.assigned) | {b.key for b in self._pending})
-            self._pending.clear()
-            self.batcher.drop([key for key, _ in self.batcher.open_keys()])
+            self._abandon()
             raise
         finally:
-            self.consumer.close()
+            consumer.close()
+            self.committer.close()
 
-    def _step(self) -> None:
-        if self._paused_until is not None and time.monotonic() < self._paused_until:
-            self.consumer.consume(1, timeout=0.2)  # partitions paused: serves rebalances only
-            self.metrics.polled()
-            return
-        messages = self.consumer.consume(FETCH, timeout=0.5)
+    def _step(self, consumer: Any) -> None:
+        assert self.committer is not None  # noqa: S101 - set by run()
+        paused = self._paused_until is not None and time.monotonic() < self._paused_until
+        if not paused and self._requeue(self.committer.settle(wait=False)):
+            paused = True
+        # While paused, consume() still serves rebalances and may return a few messages
+        # fetched before the pause: they are buffered like any other.
+        messages = consumer.consume(FETCH, timeout=0.2 if paused else 0.5)
         self.metrics.polled()
-        for message in messages:
-            error = message.error()
-            if error is None:
-                self._eof.discard((message.topic(), message.partition()))
-                self._pending += self.batcher.add(message)
-            elif error.code() == KafkaError._PARTITION_EOF:
-                self._eof.add((message.topic(), message.partition()))
-            elif error.fatal():
-                raise KafkaException(error)
-            else:
-                log.warning("kafka error", extra={"error": str(error)})
+        events = []
+        if any(map(Message.error, messages)):
+            events = [m for m in messages if m.error() is not None]
+            messages = [m for m in messages if m.error() is None]
+        self._pending += self.batcher.extend(messages)
+        self._eof -= self.batcher.last_seen
+        for event in events:
+            self._event(event)
         self._pending += self.batcher.due()
-        self._flush_pending()
+        if not paused:
+            self._flush_pending()
         self.metrics.buffered.set(self.batcher.buffered_rows())
 
+    def _event(self, event: Any) -> None:
+        error = event.error()
+        if error.code() == KafkaError._PARTITION_EOF:
+            self._eof.add((event.topic(), event.partition()))
+        elif error.fatal():
+            raise KafkaException(error)
+        else:
+            log.warning("kafka error", extra={"error": str(error)})
+
     def _flush_pending(self) -> None:
+        """Start the pending batches' writes in order, each after the previous committed."""
+        assert self.committer is not None  # noqa: S101 - set by run()
         while self._pending:
-            try:
-                self._commit(self._pending[0])
-            except TransientError as exc:
-                self._pause(exc)
+            if self._requeue(self.committer.settle()):
                 return
-            self._pending.pop(0)
+            self.committer.start(self._pending.pop(0))
         if self._paused_until is not None:
-            self.consumer.resume(self.consumer.assignment())
+            self.committer.consumer.resume(self.committer.consumer.assignment())
             self._paused_until = None
             self.backoff.reset()
 
-    def _commit(self, batch: PartitionBatch) -> None:
-        """Write one partition batch, then commit its offsets. This order protects data:
-
-        1. Record the batch's last offset in the group's commit metadata, at the offset
-           already committed. A restart after a crash in steps 2–4 cuts the same batch again,
-           so its insert_deduplication_token matches and ClickHouse drops the repeat.
-        2. Insert the batch into ClickHouse as one block with that token (adding new
-           optional columns first; dead-lettering messages that do not decode or fit).
-        3. Wait until Kafka has acknowledged the dead letters.
-        4. Only now commit offset last+1: every message up to it is in ClickHouse or the DLQ.
-        """
-        assert self.writer is not None  # noqa: S101 - set before the loop starts
-        started = time.monotonic()
-        if batch.messages:
-            intent = f"{INTENT}{batch.last_offset}"
-            tp = TopicPartition(batch.topic, batch.partition, batch.first_offset, metadata=intent)
-            self.consumer.commit(offsets=[tp], asynchronous=False)  # 1.
-        written = self.writer.write(batch)  # 2.
-        if written.dead_letters:
-            self.dead_letters.flush()  # 3.
-        done = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
-        self.consumer.commit(offsets=[done], asynchronous=False)  # 4.
-        self._observe(batch, written.rows, written.dead_letters, time.monotonic() - started)
-
-    def _observe(self, batch: PartitionBatch, rows: int, dead: int, seconds: float) -> None:
-        _, high = self.consumer.get_watermark_offsets(
-            TopicPartition(batch.topic, batch.partition), cached=True
-        )
-        lag = max(0, high - batch.last_offset - 1) if high >= 0 else -1
-        m = self.metrics
-        m.rows.inc(rows)
-        m.dead_letters.inc(dead)
-        m.batch_seconds.observe(seconds)
-        m.rows_per_second.set(rows / seconds if seconds > 0 else 0)
-        m.lag.labels(batch.topic, str(batch.partition)).set(lag)
-        log.info(
-            "batch committed",
-            extra={
-                "partition": batch.partition,
-                "rows": rows,
-                "dead_letters": dead,
-                "first_offset": batch.first_offset,
-                "last_offset": batch.last_offset,
-                "insert_ms": round(seconds * 1000, 1),
-                "lag": lag,
-            },
-        )
-
-    def _pause(self, exc: Exception) -> None:
+    def _requeue(self, failed: PartitionBatch | None) -> bool:
+        """Put a batch whose write failed transiently back first, and pause all partitions."""
+        if failed is None or self.committer is None:
+            return False
+        self._pending.insert(0, failed)
         delay = self.backoff.next()
         self.metrics.retries.inc()
-        log.warning(
-            "transient error, retrying", extra={"error": str(exc)[:500], "retry_in_s": delay}
-        )
-        self.consumer.pause(self.consumer.assignment())
+        error = str(self.committer.last_error)[:500]
+        log.warning("transient error, retrying", extra={"error": error, "retry_in_s": delay})
+        consumer = self.committer.consumer
+        consumer.pause(consumer.assignment())
         self._paused_until = time.monotonic() + delay
+        return True
 
     def _drain(self) -> None:
         """Write and commit every buffered batch; transient errors are retried for a while."""
+        assert self.committer is not None  # noqa: S101 - set by run()
         self._pending += self.batcher.close()
         deadline = time.monotonic() + 2 * self.settings.consumer.max_backoff_seconds
-        while self._pending and time.monotonic() < deadline:
+        while (self._pending or self.committer.inflight) and time.monotonic() < deadline:
             self._paused_until = None
             self._flush_pending()
+            self._requeue(self.committer.settle())
             if self._pending:
                 time.sleep(max(0.0, (self._paused_until or 0) - time.monotonic()))
         if self._pending:
             log.warning("stopping with uncommitted batches; they will be consumed again")
 
-    def _caught_up(self) -> bool:
-        if not self.until_caught_up or not self.assigned:
-            return False
-        return self.assigned <= self._eof and not self._pending and self._partitions() <= self._eof
+    def _abandon(self) -> None:
+        """Stopping on an error: buffered batches stay uncommitted, and close() must not try
+        to write them on revoke."""
+        if self.committer is not None:
+            self.committer.abandon()
+        self._forget(set(self.assigned) | {b.key for b in self._pending})
+        self._pending.clear()
+        self.batcher.drop([key for key, _ in self.batcher.open_keys()])
 
-    def _partitions(self) -> set[TopicPartitionKey]:
-        if not self._all_partitions:
-            topics = self.consumer.list_topics(self.topic, timeout=10).topics
-            self._all_partitions = {(self.topic, p) for p in topics[self.topic].partitions}
-        return self._all_partitions
+    def _caught_up(self) -> bool:
+        if not self.until_caught_up or not self.assigned or self._pending:
+            return False
+        return self.assigned <= self._eof and self._all_partitions <= self._eof
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         for tp in consumer.committed(partitions, timeout=30):
@@ -217,23 +189,29 @@ class Pipeline:
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         """Flush and commit the revoked partitions; on a transient error leave them
         uncommitted for the next owner to read again."""
+        assert self.committer is not None  # noqa: S101 - set by run()
         keys = {(tp.topic, tp.partition) for tp in partitions}
+        failed = self.committer.settle()
+        if failed is not None:
+            self._pending.insert(0, failed)
         mine = [b for b in self._pending if b.key in keys]
         self._pending = [b for b in self._pending if b.key not in keys]
-        failed: set[TopicPartitionKey] = set()
+        broken: set[TopicPartitionKey] = set()
         for batch in mine + self.batcher.close(list(keys)):
-            if batch.key in failed:
+            if batch.key in broken:
                 continue  # a later batch must not commit past an unwritten one
             try:
-                self._commit(batch)
+                self.committer.write_now(batch)
             except TransientError as exc:
-                failed.add(batch.key)
+                broken.add(batch.key)
                 log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
         self._forget(keys)
         log.info("revoked", extra={"partitions": sorted(p for _, p in keys)})
 
     def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         keys = {(tp.topic, tp.partition) for tp in partitions}
+        if self.committer is not None and self.committer.inflight in keys:
+            self.committer.settle(commit=False)
         self._pending = [b for b in self._pending if b.key not in keys]
         dropped = self.batcher.drop(list(keys))
         self._forget(keys)
@@ -263,7 +241,7 @@ class Pipeline:
         while not self._stop.is_set():
             try:
                 return make()
-            except (TransientError, RegistryUnavailableError) as exc:
+            except TransientError as exc:
                 delay = self.backoff.next()
                 log.warning(
                     "waiting for services", extra={"error": str(exc)[:300], "retry_in_s": delay}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from consumer import isolate, table
@@ -20,6 +21,7 @@ from consumer.sink import Sink
 from schemas.clickhouse import columns as clickhouse_columns
 
 log = logging.getLogger(__name__)
+_HEADER = itemgetter(slice(0, HEADER))  # magic byte and schema id of a value
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class BatchWriter:
 
     def _evolve(self, values: list[bytes]) -> None:
         """Step before an insert: a schema id not seen yet may bring new optional fields."""
-        headers = {value[:HEADER] for value in values} - self._known_headers
+        headers = set(map(_HEADER, values)) - self._known_headers
         for header in headers:
             found = schema_id(header)
             schema = None if found is None else self.schemas.by_id(found)
@@ -90,11 +92,12 @@ class BatchWriter:
             self._known_headers.add(header)
 
     def _isolate(self, batch: PartitionBatch) -> Written:
-        good, poison = isolate.undecodable(batch.messages, self.schemas)
+        messages = batch.data_messages()
+        good, poison = isolate.undecodable(messages, self.schemas)
         poison += isolate.insert_isolating(
             good,
             lambda part, token: self.sink.insert([m.value() for m in part], self.columns, token),
         )
         for message, why in poison:
             self.dead_letters.send(message, why)
-        return Written(len(batch.messages) - len(poison), len(poison))
+        return Written(len(messages) - len(poison), len(poison))

@@ -26,6 +26,9 @@ class Message:
     def value(self) -> bytes | None:
         return self._value
 
+    def __len__(self) -> int:  # like confluent_kafka.Message: the value's length
+        return len(self._value or b"")
+
 
 def test_batch_closes_at_the_row_limit_per_partition() -> None:
     batcher = Batcher(Limits(rows=2))
@@ -90,6 +93,20 @@ def test_missing_recorded_end_cuts_before_the_next_offset() -> None:
     [done] = batcher.add(Message(0, 7))
 
     assert (done.first_offset, done.last_offset) == (4, 4)
+
+
+def test_a_chunk_is_split_at_the_row_limit() -> None:
+    batcher = Batcher(Limits(rows=3))
+
+    done = batcher.extend([Message(p, n) for n in range(7) for p in (0, 1)])
+
+    assert sorted((b.partition, b.first_offset, b.last_offset) for b in done) == [
+        (0, 0, 2),
+        (0, 3, 5),
+        (1, 0, 2),
+        (1, 3, 5),
+    ]
+    assert sorted(key for key, _ in batcher.open_keys()) == [("t", 0), ("t", 1)]
 
 
 def test_lost_partitions_are_dropped() -> None:

@@ -1,0 +1,129 @@
+"""The commit path: write a partition batch to ClickHouse, then commit its offsets.
+
+One write is in flight at a time, on a worker thread, so Kafka keeps being read while
+ClickHouse inserts; the next write starts only after the previous one is committed, which
+keeps every partition's batches in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from consumer.batch import PartitionBatch, TopicPartitionKey
+from consumer.dlq import DeadLetters
+from consumer.metrics import Metrics
+from consumer.writer import BatchWriter, Written
+from schemas.errors import TransientError
+
+log = logging.getLogger(__name__)
+INTENT = "cdfbridge:batch-end="  # commit metadata: the last offset of the batch in flight
+
+
+class Committer:
+    """Steps, in this order, for every batch:
+
+    1. Record the batch's last offset in the group's commit metadata, at the offset
+       already committed. A restart after a crash in steps 2–4 cuts the same batch again,
+       so its insert_deduplication_token matches and ClickHouse drops the repeat.
+    2. Insert the batch into ClickHouse as one block with that token (adding new optional
+       columns first; dead-lettering messages that do not decode or fit), on the worker.
+    3. Wait until Kafka has acknowledged the dead letters.
+    4. Only now commit offset last+1: every message up to it is in ClickHouse or the DLQ.
+    """
+
+    def __init__(
+        self, consumer: Any, writer: BatchWriter, dead_letters: DeadLetters, metrics: Metrics
+    ) -> None:
+        self.consumer = consumer
+        self.writer = writer
+        self.dead_letters = dead_letters
+        self.metrics = metrics
+        self.last_error: TransientError | None = None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
+        self._inflight: tuple[PartitionBatch, Future[Written], float] | None = None
+
+    @property
+    def inflight(self) -> TopicPartitionKey | None:
+        return self._inflight[0].key if self._inflight else None
+
+    def start(self, batch: PartitionBatch) -> None:
+        """Steps 1 and 2; call `settle` before starting the next batch."""
+        assert self._inflight is None  # noqa: S101 - one write at a time keeps the order
+        if batch.messages:
+            intent = TopicPartition(
+                batch.topic,
+                batch.partition,
+                batch.first_offset,
+                metadata=f"{INTENT}{batch.last_offset}",
+            )
+            self.consumer.commit(offsets=[intent], asynchronous=False)  # 1.
+        future = self._worker.submit(self.writer.write, batch)  # 2.
+        self._inflight = (batch, future, time.monotonic())
+
+    def settle(self, wait: bool = True, commit: bool = True) -> PartitionBatch | None:
+        """Steps 3 and 4 for the write in flight. Returns its batch when it failed
+        transiently (offsets untouched; `last_error` says why); terminal errors raise."""
+        if self._inflight is None:
+            return None
+        batch, future, started = self._inflight
+        if not wait and not future.done():
+            return None
+        self._inflight = None
+        try:
+            written = future.result()
+        except TransientError as exc:
+            self.last_error = exc
+            return batch
+        if not commit:
+            return None
+        if written.dead_letters:
+            self.dead_letters.flush()  # 3.
+        done = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
+        self.consumer.commit(offsets=[done], asynchronous=False)  # 4.
+        self._observe(batch, written, time.monotonic() - started)
+        return None
+
+    def write_now(self, batch: PartitionBatch) -> None:
+        """All four steps, waiting; raises the transient error instead of returning it."""
+        self.start(batch)
+        if self.settle() is not None:
+            assert self.last_error is not None  # noqa: S101 - set with the failed batch
+            raise self.last_error
+
+    def abandon(self) -> None:
+        """Wait for the write in flight and drop it uncommitted (stopping on an error)."""
+        if self._inflight is not None:
+            self._inflight[1].exception()
+            self._inflight = None
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=True)
+
+    def _observe(self, batch: PartitionBatch, written: Written, seconds: float) -> None:
+        _, high = self.consumer.get_watermark_offsets(
+            TopicPartition(batch.topic, batch.partition), cached=True
+        )
+        lag = max(0, high - batch.last_offset - 1) if high >= 0 else -1
+        m = self.metrics
+        m.rows.inc(written.rows)
+        m.dead_letters.inc(written.dead_letters)
+        m.batch_seconds.observe(seconds)
+        m.rows_per_second.set(written.rows / seconds if seconds > 0 else 0)
+        m.lag.labels(batch.topic, str(batch.partition)).set(lag)
+        log.info(
+            "batch committed",
+            extra={
+                "partition": batch.partition,
+                "rows": written.rows,
+                "dead_letters": written.dead_letters,
+                "first_offset": batch.first_offset,
+                "last_offset": batch.last_offset,
+                "insert_ms": round(seconds * 1000, 1),
+                "lag": lag,
+            },
+        )
