@@ -12,13 +12,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from consumer.batch import PartitionBatch, TopicPartitionKey
 from consumer.dlq import DeadLetters
 from consumer.metrics import Metrics
 from consumer.writer import BatchWriter, Written
-from schemas.errors import TransientError
+from schemas.errors import ServiceUnavailableError, TransientError
 
 log = logging.getLogger(__name__)
 INTENT = "cdfbridge:batch-end="  # commit metadata: the last offset of the batch in flight
@@ -61,7 +61,7 @@ class Committer:
                 batch.first_offset,
                 metadata=f"{INTENT}{batch.last_offset}",
             )
-            self.consumer.commit(offsets=[intent], asynchronous=False)  # 1.
+            self._commit(intent)  # 1.
         future = self._worker.submit(self.writer.write, batch)  # 2.
         self._inflight = (batch, future, time.monotonic())
 
@@ -81,10 +81,15 @@ class Committer:
             return batch
         if not commit:
             return None
-        if written.dead_letters:
-            self.dead_letters.flush()  # 3.
-        done = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
-        self.consumer.commit(offsets=[done], asynchronous=False)  # 4.
+        try:
+            if written.dead_letters:
+                self.dead_letters.flush()  # 3.
+            self._commit(TopicPartition(batch.topic, batch.partition, batch.last_offset + 1))  # 4.
+        except TransientError as exc:
+            # Written but not committed: the retry's insert carries the same token, so
+            # ClickHouse drops it; a moved partition's batch is dropped by the rebalance.
+            self.last_error = exc
+            return batch
         self._observe(batch, written, time.monotonic() - started)
         return None
 
@@ -94,6 +99,15 @@ class Committer:
         if self.settle() is not None:
             assert self.last_error is not None  # noqa: S101 - set with the failed batch
             raise self.last_error
+
+    def _commit(self, offset: TopicPartition) -> None:
+        try:
+            self.consumer.commit(offsets=[offset], asynchronous=False)
+        except KafkaException as exc:
+            raise ServiceUnavailableError(
+                f"committing offset {offset.offset} of partition {offset.partition} "
+                f"failed: {exc.args[0]}"
+            ) from exc
 
     def abandon(self) -> None:
         """Wait for the write in flight and drop it uncommitted (stopping on an error)."""

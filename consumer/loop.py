@@ -128,7 +128,13 @@ class Pipeline:
         while self._pending:
             if self._requeue(self.committer.settle()):
                 return
-            self.committer.start(self._pending.pop(0))
+            batch = self._pending.pop(0)
+            try:
+                self.committer.start(batch)
+            except TransientError as exc:
+                self.committer.last_error = exc
+                self._requeue(batch)
+                return
         if self._paused_until is not None:
             self.committer.consumer.resume(self.committer.consumer.assignment())
             self._paused_until = None

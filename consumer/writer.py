@@ -1,7 +1,7 @@
 """Write one partition batch to ClickHouse: evolve the table, insert, isolate poison.
 
-No per-row Python on the happy path beyond collecting each value's 5-byte header to spot
-new schema ids; ClickHouse decodes the Avro.
+No per-row Python bytecode on the happy path: values and their 5-byte headers (to spot
+new schema ids) are gathered with map(); ClickHouse decodes the Avro.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
+
 from consumer import isolate, table
 from consumer.batch import PartitionBatch
 from consumer.dlq import DeadLetters
-from consumer.errors import BadDataError
+from consumer.errors import BadDataError, ClickHouseUnavailableError
 from consumer.registry import HEADER, Schemas, schema_id
-from consumer.sink import Sink
+from consumer.sink import Sink, classify
 from schemas.clickhouse import columns as clickhouse_columns
 
 log = logging.getLogger(__name__)
@@ -49,16 +51,17 @@ class BatchWriter:
 
     def prepare(self, value_schema: dict[str, Any]) -> None:
         """Create the table from the schema, or check it and add new columns."""
-        added = table.ensure(
-            self.sink.client,
-            self.sink.target,
-            clickhouse_columns(value_schema),
-            self.order_by,
-            self.dedup_window,
-        )
+        wanted = clickhouse_columns(value_schema)
+        client, target = self.sink.client, self.sink.target
+        try:
+            added = table.ensure(client, target, wanted, self.order_by, self.dedup_window)
+            existing = table.existing_columns(client, target) or {}
+        except OperationalError as exc:
+            raise ClickHouseUnavailableError(f"ClickHouse unreachable: {exc}") from exc
+        except DatabaseError as exc:
+            raise classify(exc) from exc
         if added:
-            log.info("added columns", extra={"table": self.sink.target.name, "columns": added})
-        existing = table.existing_columns(self.sink.client, self.sink.target) or {}
+            log.info("added columns", extra={"table": target.name, "columns": added})
         self.columns = list(existing)
 
     def write(self, batch: PartitionBatch) -> Written:

@@ -1,6 +1,8 @@
 """Isolating the messages ClickHouse refuses: bisection down to single messages."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -31,7 +33,7 @@ class Table:
         self.rows: list[int] = []
         self.tokens: list[str] = []
 
-    def insert(self, messages: list[Message], token: str) -> None:
+    def insert(self, messages: Sequence[Any], token: str) -> None:
         if any(m.offset() in self.bad for m in messages):
             raise BadDataError("does not fit", self.code)
         self.rows += [m.offset() for m in messages]
