@@ -1,11 +1,11 @@
 """Benchmark: the Python consumer against ClickHouse's Kafka engine on one topic.
 
 Fills a fresh topic with N change events (Avro, Confluent framing, registered schemas),
-then, in the same run:
-1. `cdfbridge-consumer run --until-caught-up` (a subprocess) into one table: rows/s over
-   the process's whole life (start-up included) and its peak RSS;
-2. ClickHouse's Kafka engine, from `kafka-engine-ddl`, into another table: rows/s from
-   the DDL until all N rows are in the table;
+then, in the same run and with the same batch limits (100k rows or --batch-seconds):
+1. `cdfbridge-consumer run` (a subprocess, started cold): rows/s from its start until
+   ClickHouse holds all N rows, and its peak RSS;
+2. ClickHouse's Kafka engine, from the DDL `kafka-engine-ddl` generates: rows/s from
+   the CREATE statements until ClickHouse holds all N rows;
 and prints both and their ratio. Run against the local stack:
 
     .venv/bin/python bench/consumer_bench.py --rows 1000000
@@ -18,10 +18,12 @@ import io
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import clickhouse_connect
@@ -63,11 +65,14 @@ def main() -> None:
             f"topic {topic}: {args.rows} rows in {args.partitions} partitions, "
             f"written in {time.monotonic() - started:.1f} s"
         )
-        python_rps, rss_mib = python_consumer(args, topic, database)
+        python = python_consumer(args, topic, database, clickhouse)
         engine_rps = kafka_engine_consumer(args, topic, database, clickhouse)
-        print(f"python consumer : {python_rps:>10,.0f} rows/s, peak RSS {rss_mib:.0f} MiB")
-        print(f"kafka engine    : {engine_rps:>10,.0f} rows/s")
-        print(f"ratio (python / kafka engine): {python_rps / engine_rps:.2f}x")
+        print(
+            f"python consumer: {python.rows_per_s:>9,.0f} rows/s, "
+            f"peak RSS {python.peak_rss_mib:.0f} MiB"
+        )
+        print(f"kafka engine   : {engine_rps:>9,.0f} rows/s")
+        print(f"ratio python / kafka engine: {python.rows_per_s / engine_rps:.2f}x")
     finally:
         clickhouse.command(f"DROP DATABASE IF EXISTS `{database}` SYNC")
         admin.delete_topics([topic])[topic].result(timeout=30)
@@ -80,6 +85,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kafka", default="127.0.0.1:9092")
     p.add_argument("--registry", default="http://127.0.0.1:8081/apis/ccompat/v7")
     p.add_argument("--clickhouse", default="http://127.0.0.1:8123")
+    p.add_argument(
+        "--batch-seconds",
+        type=float,
+        default=1.0,
+        help="both consumers' flush interval; the last partial batches wait this long",
+    )
+    p.add_argument("--num-consumers", type=int, default=1, help="the Kafka engine's consumers")
     return p
 
 
@@ -129,7 +141,17 @@ def encode(schema: Any, record: dict[str, Any]) -> bytes:
     return out.getvalue()
 
 
-def python_consumer(args: argparse.Namespace, topic: str, database: str) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Figures:
+    rows_per_s: float
+    peak_rss_mib: float
+
+
+def python_consumer(
+    args: argparse.Namespace, topic: str, database: str, clickhouse: Any
+) -> Figures:
+    """`cdfbridge-consumer run` as a service: from its start until ClickHouse holds every
+    row; then SIGTERM, and the peak RSS of the finished process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CDFBRIDGE_")} | {
         "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": args.kafka,
         "CDFBRIDGE_SCHEMA_REGISTRY__URL": args.registry,
@@ -138,38 +160,53 @@ def python_consumer(args: argparse.Namespace, topic: str, database: str) -> tupl
         "CDFBRIDGE_CONSUMER__TOPIC": topic,
         "CDFBRIDGE_CONSUMER__GROUP": f"{topic}-python",
         "CDFBRIDGE_CONSUMER__TABLE": "by_python",
+        "CDFBRIDGE_CONSUMER__BATCH_SECONDS": str(args.batch_seconds),
         "CDFBRIDGE_CONSUMER__METRICS_PORT": "0",
     }
     started = time.monotonic()
-    subprocess.run(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "consumer", "--log-level", "WARNING", "run", "--until-caught-up"],
-        env=env,
-        check=True,
+    process = subprocess.Popen(  # noqa: S603 - our own CLI
+        [sys.executable, "-m", "consumer", "--log-level", "WARNING", "run"], env=env
     )
-    seconds = time.monotonic() - started
+    seconds = wait_for_rows(clickhouse, f"`{database}`.`by_python`", args.rows, started)
+    process.send_signal(signal.SIGTERM)
+    if process.wait(timeout=120) != 0:
+        raise SystemExit(f"the consumer exited with {process.returncode}")
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return args.rows / seconds, peak_kib / 1024
+    return Figures(args.rows / seconds, peak_kib / 1024)
 
 
 def kafka_engine_consumer(
     args: argparse.Namespace, topic: str, database: str, clickhouse: Any
 ) -> float:
+    """The DDL `kafka-engine-ddl` generates, with the same batch limits; from CREATE until
+    ClickHouse holds every row."""
     settings = ConsumerSettings(
         kafka=KafkaSettings(bootstrap_servers=args.kafka),
         schema_registry=SchemaRegistrySettings(url=args.registry),
         clickhouse=ClickHouseSettings(url=args.clickhouse, database=database),
-        consumer=ConsumerSection(topic=topic, group=f"{topic}-python", table="by_kafka"),
+        consumer=ConsumerSection(
+            topic=topic,
+            group=f"{topic}-python",
+            table="by_kafka",
+            batch_seconds=args.batch_seconds,
+        ),
     )
-    plan = kafka_engine.plan(settings, f"{topic}-clickhouse")
+    plan = kafka_engine.plan(settings, f"{topic}-clickhouse", args.num_consumers)
     started = time.monotonic()
     kafka_engine.apply(settings, plan)
-    table = f"`{database}`.`by_kafka`"
-    while clickhouse.command(f"SELECT count() FROM {table}") < args.rows:  # noqa: S608
-        time.sleep(0.05)
-    seconds = time.monotonic() - started
+    seconds = wait_for_rows(clickhouse, plan.target.name, args.rows, started)
     clickhouse.command(f"DROP TABLE {kafka_engine.pump(plan.target).name}")
     clickhouse.command(f"DROP TABLE {kafka_engine.queue(plan.target).name}")
     return args.rows / seconds
+
+
+def wait_for_rows(clickhouse: Any, table: str, rows: int, started: float) -> float:
+    """Seconds from `started` until `table` holds `rows` rows (the keys are distinct)."""
+    while True:
+        exists = clickhouse.command(f"EXISTS TABLE {table}")
+        if exists and clickhouse.command(f"SELECT count() FROM {table}") >= rows:  # noqa: S608
+            return time.monotonic() - started
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

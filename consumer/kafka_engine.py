@@ -32,6 +32,9 @@ class KafkaSource:
     group: str
     registry_url: str  # as ClickHouse reaches the registry
     num_consumers: int = 1
+    # Blocks as the Python consumer cuts its batches: this many rows, or this old.
+    max_block_rows: int = 100_000
+    flush_interval_ms: int = 5_000
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
@@ -103,6 +106,8 @@ def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:
         "kafka_format": "AvroConfluent",
         "format_avro_schema_registry_url": source.registry_url,
         "kafka_num_consumers": source.num_consumers,
+        "kafka_max_block_size": source.max_block_rows,
+        "kafka_flush_interval_ms": source.flush_interval_ms,
         "input_format_avro_allow_missing_fields": 1,
     }
     if source.security_protocol != "PLAINTEXT":
@@ -148,7 +153,13 @@ def plan(settings: ConsumerSettings, group: str, num_consumers: int = 1) -> Plan
         clickhouse_columns(value_schema),
         schemas.order_by(topic, settings.consumer.primary_key),
         settings.consumer.deduplication_window,
-        replace(source, broker_list=settings.kafka_for_clickhouse(), num_consumers=num_consumers),
+        replace(
+            source,
+            broker_list=settings.kafka_for_clickhouse(),
+            num_consumers=num_consumers,
+            max_block_rows=settings.consumer.batch_rows,
+            flush_interval_ms=int(settings.consumer.batch_seconds * 1000),
+        ),
     )
 
 

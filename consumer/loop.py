@@ -56,6 +56,7 @@ class Pipeline:
         self._paused_until: float | None = None
         self._stop = threading.Event()
         self.committer: Committer | None = None
+        self._first_message: float | None = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -80,10 +81,12 @@ class Pipeline:
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
         )
+        started = time.monotonic()
         try:
             while not self._stop.is_set() and not self._caught_up():
                 self._step(consumer)
             self._drain()
+            self._summary(started)
         except BaseException:
             self._abandon()
             raise
@@ -100,6 +103,8 @@ class Pipeline:
         # fetched before the pause: they are buffered like any other.
         messages = consumer.consume(FETCH, timeout=0.2 if paused else 0.5)
         self.metrics.polled()
+        if messages and self._first_message is None:
+            self._first_message = time.monotonic()
         events = []
         if any(map(Message.error, messages)):
             events = [m for m in messages if m.error() is not None]
@@ -167,6 +172,19 @@ class Pipeline:
                 time.sleep(max(0.0, (self._paused_until or 0) - time.monotonic()))
         if self._pending:
             log.warning("stopping with uncommitted batches; they will be consumed again")
+
+    def _summary(self, started: float) -> None:
+        now = time.monotonic()
+        reading = now - self._first_message if self._first_message is not None else 0.0
+        log.info(
+            "caught up" if self._caught_up() else "stopped",
+            extra={
+                "rows": int(self.metrics.rows._value.get()),
+                "dead_letters": int(self.metrics.dead_letters._value.get()),
+                "seconds": round(now - started, 3),
+                "seconds_from_first_message": round(reading, 3),
+            },
+        )
 
     def _abandon(self) -> None:
         """Stopping on an error: buffered batches stay uncommitted, and close() must not try

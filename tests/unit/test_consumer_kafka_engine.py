@@ -38,6 +38,8 @@ def test_kafka_table_reads_avro_confluent_through_the_registry_in_its_own_group(
         "kafka_format = 'AvroConfluent'",
         "format_avro_schema_registry_url = 'http://registry:8080/apis/ccompat/v7'",
         "kafka_security_protocol = 'sasl_ssl'",
+        "kafka_max_block_size = 100000",
+        "kafka_flush_interval_ms = 5000",
     ):
         assert setting in queue
 
