@@ -21,9 +21,8 @@ from consumer.dlq import DeadLetters
 from consumer.kafka import consumer_config, ensure_topic
 from consumer.metrics import Metrics
 from consumer.registry import Schemas
-from consumer.retry import Backoff
+from consumer.retry import Backoff, retrying
 from consumer.settings import ConsumerSettings
-from consumer.sink import Sink, connect
 from consumer.table import Target
 from consumer.writer import BatchWriter
 from schemas.errors import TransientError
@@ -63,7 +62,11 @@ class Pipeline:
 
     def run(self) -> None:
         """Consume until stopped (or caught up), then drain and commit what is buffered."""
-        writer = self._retrying(self._make_writer)
+        writer = retrying(
+            lambda: BatchWriter.create(self.settings, self.target, self.schemas, self.dead_letters),
+            self.backoff,
+            self._stop,
+        )
         if writer is None:
             return
         kafka = self.settings.kafka.client_config()
@@ -245,33 +248,6 @@ class Pipeline:
         self.batcher.drop(list(keys))
         self.assigned -= keys
         self._eof -= keys
-
-    def _make_writer(self) -> BatchWriter:
-        client = connect(self.settings.clickhouse, compress=False)
-        sink = Sink(client, self.target, self.settings.registry_url_for_clickhouse())
-        order_by = self.schemas.order_by(self.topic, self.settings.consumer.primary_key)
-        writer = BatchWriter(
-            sink,
-            self.schemas,
-            self.dead_letters,
-            order_by,
-            self.settings.consumer.deduplication_window,
-        )
-        writer.prepare(self.schemas.latest_value(self.topic)[1])
-        return writer
-
-    def _retrying(self, make: Any) -> Any:
-        """Call `make` until services answer, backing off; None when stopped meanwhile."""
-        while not self._stop.is_set():
-            try:
-                return make()
-            except TransientError as exc:
-                delay = self.backoff.next()
-                log.warning(
-                    "waiting for services", extra={"error": str(exc)[:300], "retry_in_s": delay}
-                )
-                self._stop.wait(delay)
-        return None
 
 
 def run(settings: ConsumerSettings, *, until_caught_up: bool = False) -> Pipeline:

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from schemas.errors import TransientError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 
 class Backoff:
     def __init__(self, ceiling_s: float, first_s: float = 0.5) -> None:
@@ -17,3 +27,18 @@ class Backoff:
 
     def reset(self) -> None:
         self.failures = 0
+
+
+def retrying(make: Callable[[], T], backoff: Backoff, stop: threading.Event) -> T | None:
+    """Call `make` until it stops raising transient errors, backing off in between;
+    None when `stop` is set meanwhile."""
+    while not stop.is_set():
+        try:
+            return make()
+        except TransientError as exc:
+            delay = backoff.next()
+            log.warning(
+                "waiting for services", extra={"error": str(exc)[:300], "retry_in_s": delay}
+            )
+            stop.wait(delay)
+    return None

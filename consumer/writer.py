@@ -19,7 +19,9 @@ from consumer.batch import PartitionBatch
 from consumer.dlq import DeadLetters
 from consumer.errors import BadDataError, ClickHouseUnavailableError
 from consumer.registry import HEADER, Schemas, schema_id
-from consumer.sink import Sink, classify
+from consumer.settings import ConsumerSettings
+from consumer.sink import Sink, classify, connect
+from consumer.table import Target
 from schemas.clickhouse import columns as clickhouse_columns
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,20 @@ class BatchWriter:
         self.dedup_window = dedup_window
         self._known_headers: set[bytes] = set()
         self.columns: list[str] = []
+
+    @classmethod
+    def create(
+        cls, settings: ConsumerSettings, target: Target, schemas: Schemas, dead_letters: DeadLetters
+    ) -> BatchWriter:
+        """A writer for the settings' table, which it creates or checks from the topic's
+        latest value schema."""
+        client = connect(settings.clickhouse, compress=False)  # loopback: CPU matters more
+        sink = Sink(client, target, settings.registry_url_for_clickhouse())
+        topic = settings.consumer.topic
+        order_by = schemas.order_by(topic, settings.consumer.primary_key)
+        writer = cls(sink, schemas, dead_letters, order_by, settings.consumer.deduplication_window)
+        writer.prepare(schemas.latest_value(topic)[1])
+        return writer
 
     def prepare(self, value_schema: dict[str, Any]) -> None:
         """Create the table from the schema, or check it and add new columns."""
