@@ -30,6 +30,8 @@ from schemas.naming import dlq_topic
 
 log = logging.getLogger(__name__)
 FETCH = 10_000  # messages per consume() call
+# consume() waits this long for FETCH messages, so a trickle is still batched promptly.
+POLL_S = 0.1
 
 
 class Pipeline:
@@ -104,7 +106,7 @@ class Pipeline:
             paused = True
         # While paused, consume() still serves rebalances and may return a few messages
         # fetched before the pause: they are buffered like any other.
-        messages = consumer.consume(FETCH, timeout=0.2 if paused else 0.5)
+        messages = consumer.consume(FETCH, timeout=POLL_S)
         self.metrics.polled()
         if messages and self._first_message is None:
             self._first_message = time.monotonic()
