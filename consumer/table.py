@@ -119,11 +119,33 @@ def ensure(
         client.command(create_table_sql(target, columns, order_by, dedup_window))
         client.command(current_view_sql(target))
         return []
+    check_engine(client, target, dedup_window)
     new = additions(target, existing, columns)
     if new:
         client.command(add_columns_sql(target, new))
         client.command(current_view_sql(target))
     return new
+
+
+def check_engine(client: Any, target: Target, dedup_window: int) -> None:
+    """An existing table must be a ReplacingMergeTree; one without an insert deduplication
+    window gets one, or a retried insert would double its rows."""
+    [(engine, full)] = client.query(
+        "SELECT engine, engine_full FROM system.tables WHERE database = {db:String} "
+        "AND name = {t:String}",
+        parameters={"db": target.database, "t": target.table},
+    ).result_rows
+    if "ReplacingMergeTree" not in engine:
+        raise SchemaMismatchError(
+            f"table {target.name} is {engine}, not ReplacingMergeTree: drop it, set another "
+            f"table, or {REBUILD_HINT}"
+        )
+    window = re.search(r"non_replicated_deduplication_window = (\d+)", full)
+    if not engine.startswith("Replicated") and (window is None or int(window[1]) == 0):
+        client.command(
+            f"ALTER TABLE {target.name} MODIFY SETTING "
+            f"non_replicated_deduplication_window = {dedup_window}"
+        )
 
 
 def _norm(kind: str) -> str:

@@ -167,3 +167,23 @@ def test_existing_table_that_differs_is_refused_naming_the_columns(
 
     with pytest.raises(SchemaMismatchError, match=r"amount is Nullable\(Decimal\(12, 2\)\) in the"):
         consume(endpoints, topic, ch_database)
+
+
+def test_existing_table_without_a_deduplication_window_gets_one(
+    endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
+) -> None:
+    topic = topic_factory(partitions=1)
+    Changes(endpoints, topic).send([order(1)], "insert", 1)
+    consume(endpoints, topic, ch_database)
+    table = f"`{ch_database}`.`{topic}`"
+    clickhouse.command(
+        f"ALTER TABLE {table} MODIFY SETTING non_replicated_deduplication_window = 0"
+    )
+
+    consume(endpoints, topic, ch_database, deduplication_window=77)
+
+    engine = clickhouse.command(
+        f"SELECT engine_full FROM system.tables WHERE database = '{ch_database}' "
+        f"AND name = '{topic}'"
+    )
+    assert "non_replicated_deduplication_window = 77" in engine
