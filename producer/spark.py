@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from producer.settings import SparkSection
+
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -62,3 +64,14 @@ def extra_jars(delta_jars: Path) -> list[Path]:
 def _artifact(file_name: str) -> str:
     match = _VERSIONED_JAR.match(file_name)
     return match["artifact"] if match else file_name
+
+
+def session_for(settings: SparkSection) -> SparkSession:
+    """The producer's session: the settings' master and conf, Delta jars from the stack."""
+    from stack.fetch import lib_dir
+    from stack.settings import StackSettings
+
+    jars = settings.jars_dir or lib_dir(StackSettings(), "spark")
+    return build_spark_session(
+        "cdfbridge-producer", settings.master, settings.conf, jars if jars.is_dir() else None
+    )

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "CDFBRIDGE_"
+# librdkafka configuration, as confluent-kafka's clients take it.
+KafkaConfig = dict[str, str | int | float | bool]
 
 
 class Section(BaseModel):
@@ -28,7 +30,7 @@ class KafkaSettings(Section):
     # Any other librdkafka property, passed through as is (e.g. {"client.rack": "a"}).
     properties: dict[str, str] = Field(default_factory=dict)
 
-    def client_config(self) -> dict[str, str]:
+    def client_config(self) -> KafkaConfig:
         """librdkafka settings; holds the password in clear, so never log it."""
         config = {
             "bootstrap.servers": self.bootstrap_servers,
@@ -38,7 +40,8 @@ class KafkaSettings(Section):
             "sasl.password": self.sasl_password.get_secret_value() if self.sasl_password else None,
             "ssl.ca.location": self.ssl_ca_location,
         }
-        return {k: v for k, v in config.items() if v is not None} | self.properties
+        present: KafkaConfig = {k: v for k, v in config.items() if v is not None}
+        return present | self.properties
 
 
 class SchemaRegistrySettings(Section):
@@ -85,3 +88,12 @@ def env_vars(model: type[BaseSettings]) -> list[str]:
         else:
             names.append(f"{prefix}{field}".upper())
     return names
+
+
+def describe(error: ValidationError) -> str:
+    """A settings error as `field: problem` lines, never echoing the values (secrets)."""
+    lines = []
+    for item in error.errors(include_input=False, include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "settings"
+        lines.append(f"  {where}: {item['msg'].removeprefix('Value error, ')}")
+    return "\n".join(lines)

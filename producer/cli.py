@@ -1,0 +1,120 @@
+"""`cdfbridge-producer`: follow a Delta table's Change Data Feed into Kafka."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from producer.errors import FencedError
+from producer.settings import ProducerSettings
+from schemas.errors import CdfBridgeError, TransientError
+from schemas.settings import describe, env_vars
+
+EXIT_CODES = """\
+exit codes:
+  0  stopped by SIGTERM/SIGINT (open transaction aborted) or --until-version reached
+  1  the table, its feed or its data need a fix (message says which)
+  2  invalid settings or arguments
+  3  Kafka, the registry or Spark did not answer after retries
+  4  fenced: another producer took over this table's topic
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cdfbridge-producer",
+        description="Publish a Delta table's Change Data Feed to Kafka as Avro, exactly once.",
+        epilog=f"{EXIT_CODES}\nsettings also come from a --config TOML file and from env vars:\n  "
+        + "\n  ".join(env_vars(ProducerSettings)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = p.add_argument_group("source")
+    source.add_argument("--table", help="Delta table path/URI or catalog name")
+    source.add_argument("--primary-key", help="key columns, comma-separated")
+    source.add_argument("--topic", help="Kafka topic (default: cdfbridge.<table name>)")
+    start = source.add_mutually_exclusive_group()
+    start.add_argument("--starting-version", type=int, help="first version to publish")
+    start.add_argument("--starting-timestamp", help="first commit at or after this ISO time")
+    source.add_argument(
+        "--snapshot",
+        action="store_true",
+        default=None,
+        help="publish the table's state at --starting-version (default: latest) as "
+        "_change_type=snapshot, then follow changes; for late-enabled CDF or vacuumed history",
+    )
+    source.add_argument("--until-version", type=int, help="stop after this version (backfills)")
+    source.add_argument("--poll-interval", dest="poll_interval_s", type=float, help="seconds")
+    source.add_argument("--max-rows-per-chunk", type=int, help="rows per Kafka transaction")
+    source.add_argument("--include-preimage", action="store_true", default=None)
+    source.add_argument(
+        "--tombstones",
+        action="store_true",
+        default=None,
+        help="send a null value after each delete (compacted topics)",
+    )
+    source.add_argument("--partitions", type=int, help="partitions of a topic this creates")
+    source.add_argument("--metrics-port", type=int, help="Prometheus port (0: none)")
+    spark = p.add_argument_group("spark")
+    spark.add_argument("--master", help="Spark master (default local[*])")
+    spark.add_argument(
+        "--conf",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help="Spark/Hadoop setting, repeatable",
+    )
+    p.add_argument("--config", type=Path, help="TOML file with [source], [kafka], [spark] ...")
+    p.add_argument("--log-level", default="INFO")
+    return p
+
+
+def settings_from(args: argparse.Namespace) -> ProducerSettings:
+    """Flags over --config file over env vars over defaults."""
+    values: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
+    source_flags = {
+        k: v
+        for k, v in vars(args).items()
+        if v is not None and k not in ("config", "log_level", "master", "conf")
+    }
+    values.setdefault("source", {}).update(source_flags)
+    spark: dict[str, Any] = values.setdefault("spark", {})
+    if args.master:
+        spark["master"] = args.master
+    if args.conf:
+        spark.setdefault("conf", {}).update(dict(item.split("=", 1) for item in args.conf))
+    if values["source"].get("metrics_port") == 0:
+        values["source"]["metrics_port"] = None
+    return ProducerSettings(**values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        settings = settings_from(args)
+    except ValidationError as exc:
+        print(f"cdfbridge-producer: invalid settings:\n{describe(exc)}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, tomllib.TOMLDecodeError) as exc:
+        print(f"cdfbridge-producer: cannot read settings: {exc}", file=sys.stderr)
+        return 2
+    from producer.run import run
+
+    try:
+        run(settings)
+    except FencedError as exc:
+        print(f"cdfbridge-producer: {exc}", file=sys.stderr)
+        return 4
+    except TransientError as exc:
+        print(f"cdfbridge-producer: {exc}", file=sys.stderr)
+        return 3
+    except CdfBridgeError as exc:
+        print(f"cdfbridge-producer: {exc}", file=sys.stderr)
+        return 1
+    return 0

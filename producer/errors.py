@@ -1,0 +1,63 @@
+"""What can stop the producer, each with the fix in its message."""
+
+from schemas.errors import ServiceUnavailableError, TerminalError
+
+
+class TableNotFoundError(TerminalError):
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"no Delta table at {table}: check --table (a path/URI, or a catalog name such as "
+            "db.table)"
+        )
+
+
+class ChangeFeedDisabledError(TerminalError):
+    def __init__(self, table: str, sql_name: str) -> None:
+        super().__init__(
+            f"table {table} has no Change Data Feed; run ALTER TABLE {sql_name} SET TBLPROPERTIES "
+            "(delta.enableChangeDataFeed = true), then start from a version after that, or use "
+            "--snapshot"
+        )
+
+
+class VersionUnavailableError(TerminalError):
+    def __init__(self, table: str, first: int, cause: str) -> None:
+        super().__init__(
+            f"changes of table {table} from version {first} are no longer available (CDF enabled "
+            f"later, log retention or VACUUM: {cause}); restart with --snapshot to publish the "
+            "current state and follow changes from there"
+        )
+
+
+class SchemaChangeError(TerminalError):
+    def __init__(self, table: str, version: int, detail: str) -> None:
+        super().__init__(
+            f"table {table} changed its schema incompatibly at or before version {version} "
+            f"({detail}); only added nullable columns are followed. Resync: publish to a new "
+            "topic with --snapshot, then rebuild the ClickHouse table from it"
+        )
+
+
+class NullKeyError(TerminalError):
+    def __init__(self, table: str, version: int, primary_key: list[str]) -> None:
+        super().__init__(
+            f"a change at version {version} of table {table} has a NULL primary key "
+            f"({', '.join(primary_key)}); fix the row in the table or choose key columns that "
+            "are never NULL"
+        )
+
+
+class FencedError(TerminalError):
+    def __init__(self, transactional_id: str) -> None:
+        super().__init__(
+            f"another producer started with transactional.id {transactional_id} and took over "
+            "this table's topic; this one stops. Run one producer per table and topic"
+        )
+
+
+class UnreachableError(ServiceUnavailableError):
+    def __init__(self, service: str, where: str, attempts: int, cause: str) -> None:
+        super().__init__(
+            f"{service} at {where} did not answer after {attempts} attempts ({cause}); check "
+            "that it runs and that the address in the settings is right"
+        )

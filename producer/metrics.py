@@ -1,0 +1,48 @@
+"""Prometheus metrics and the structured log line of each published chunk."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+ROWS = Counter("cdfbridge_producer_rows_published", "Changes published to Kafka", ["topic"])
+BEHIND = Gauge(
+    "cdfbridge_producer_versions_behind", "Table head minus last published version", ["topic"]
+)
+TRANSACTION = Histogram(
+    "cdfbridge_producer_transaction_seconds",
+    "Time from first send to commit of a chunk's transaction",
+    ["topic"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+
+log = logging.getLogger("cdfbridge.producer")
+
+
+def serve(port: int | None) -> None:
+    if port:
+        start_http_server(port)
+
+
+def event(name: str, **fields: object) -> None:
+    """One JSON log line: easy to grep by eye and to ship to a log store."""
+    log.info(json.dumps({"event": name, **fields}, default=str))
+
+
+class ProgressBar:
+    """A one-line catch-up indicator on a terminal; silent in containers and CI."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+
+    def show(self, published: int, head: int, rows: int) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\rcatching up: version {published}/{head}, {rows:,} rows published ")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")

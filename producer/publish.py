@@ -1,0 +1,113 @@
+"""Kafka side of the producer: one transaction per chunk, progress in the same transaction.
+
+Exactly once for read_committed readers: a chunk's changes and the progress record naming
+its last version commit together or not at all. On start, init_transactions fences any
+older producer with the same transactional.id and aborts its open transaction, and only
+then is the progress read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+import pyarrow as pa
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from producer.encode import IS_DELETE, KEY, VALUE
+from producer.errors import FencedError, UnreachableError
+from producer.progress import Progress
+from schemas.settings import KafkaConfig
+
+TRANSACTION_TIMEOUT_MS = 600_000
+
+
+class Publisher:
+    def __init__(self, kafka_config: KafkaConfig, topic: str, tombstones: bool = False) -> None:
+        self.topic = topic
+        self.tombstones = tombstones
+        self.transactional_id = f"cdfbridge-{topic}"
+        self.bootstrap = str(kafka_config.get("bootstrap.servers", "?"))
+        self.progress = Progress(kafka_config, topic)
+        self._producer = Producer(
+            {
+                **kafka_config,
+                "transactional.id": self.transactional_id,
+                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+                "enable.idempotence": True,
+                "partitioner": "murmur2_random",  # the Java clients' partitioner: same key, same partition
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "queue.buffering.max.messages": 1_000_000,
+                "compression.type": "lz4",
+            }
+        )
+
+    def start(self, attempts: int = 5) -> int | None:
+        """Fence older producers, then return the last version fully published (None: none)."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self._producer.init_transactions(30)
+                break
+            except KafkaException as exc:
+                self._raise_if_fatal(exc)
+                if attempt == attempts:
+                    raise UnreachableError("Kafka", self.bootstrap, attempts, str(exc)) from exc
+                time.sleep(2**attempt)
+        return self.progress.last_version()
+
+    def publish(
+        self, batches: Iterable[pa.RecordBatch], last_version: int, stop: Callable[[], bool]
+    ) -> int | None:
+        """Send batches and the progress record in one transaction; rows sent, None if aborted.
+
+        stop() is asked between batches: when it turns true the transaction is aborted.
+        """
+        producer = self._producer
+        producer.begin_transaction()
+        try:
+            rows = 0
+            for batch in batches:
+                if stop():
+                    producer.abort_transaction(30)
+                    return None
+                rows += self._send(batch)
+            self.progress.record(producer, last_version)
+            producer.commit_transaction(60)
+            return rows
+        except KafkaException as exc:
+            self._raise_if_fatal(exc)
+            if exc.args[0].txn_requires_abort():
+                producer.abort_transaction(30)
+            raise
+        except BaseException:
+            # Never leave part of a chunk to be committed by a later transaction.
+            producer.abort_transaction(30)
+            raise
+
+    def _send(self, batch: pa.RecordBatch) -> int:
+        keys = batch.column(KEY).to_pylist()
+        values = batch.column(VALUE).to_pylist()
+        deletes = batch.column(IS_DELETE).to_pylist() if self.tombstones else None
+        produce, topic = self._producer.produce, self.topic
+        for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+            while True:
+                try:
+                    produce(topic, value, key)
+                    if deletes is not None and deletes[i]:
+                        produce(topic, None, key)  # tombstone after the delete, for compaction
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)  # local queue full: let librdkafka drain it
+        self._producer.poll(0)
+        return len(keys)
+
+    def _raise_if_fatal(self, exc: KafkaException) -> None:
+        error: KafkaError = exc.args[0]
+        if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED) or (
+            error.fatal() and "fenced" in error.str().lower()
+        ):
+            raise FencedError(self.transactional_id) from exc
+
+    def close(self) -> None:
+        self._producer.flush(10)

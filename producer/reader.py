@@ -1,0 +1,165 @@
+"""The source side: polls the table, plans chunks, and has Spark encode them ahead of time.
+
+Runs in its own thread and hands Arrow tables to the publisher through a queue of one
+slice, so at most two slices are in the driver however long the backlog is.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from producer.encode import KEY_IS_NULL, ORDER, encode, snapshot_changes
+from producer.errors import NullKeyError, SchemaChangeError, VersionUnavailableError
+from producer.plan import Chunk, plan
+from producer.registry import TopicSchemas
+from producer.settings import SourceSection
+from producer.source import DeltaSource, unavailable
+from schemas.avro import key_schema, value_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Slice:
+    chunk: Chunk
+    index: int  # 0 .. chunk.slices - 1
+    rows: pa.Table  # key, value, _order, ... sorted by _order
+
+    @property
+    def last_of_chunk(self) -> bool:
+        return self.index == self.chunk.slices - 1
+
+
+class Reader(threading.Thread):
+    """Produces Slices into `out` from version `start` on; a None marks the end."""
+
+    def __init__(
+        self,
+        source: DeltaSource,
+        schemas: TopicSchemas,
+        config: SourceSection,
+        start: int,
+        snapshot_at: int | None,
+        stop: threading.Event,
+    ) -> None:
+        super().__init__(name="cdf-reader", daemon=True)
+        self.source, self.schemas, self.config = source, schemas, config
+        self.next_version, self.snapshot_at, self.stop = start, snapshot_at, stop
+        self.out: queue.Queue[Slice | BaseException | None] = queue.Queue(maxsize=1)
+        self.latest = -1
+
+    def run(self) -> None:
+        try:
+            if self.snapshot_at is not None:
+                self._emit_snapshot(self.snapshot_at)
+            while not self.stop.is_set():
+                if not self._follow():
+                    break
+            self._put(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the publishing thread to raise
+            self._put(exc)
+
+    def _follow(self) -> bool:
+        """Emit every chunk up to the table's head; False when --until-version is reached."""
+        until = self.config.until_version
+        if until is not None and self.next_version > until:
+            return False
+        self.latest = self.source.latest_version()
+        last = self.latest if until is None else min(self.latest, until)
+        if self.next_version > last:
+            self.stop.wait(self.config.poll_interval_s)
+            return True
+        estimates = self.source.row_estimates(self.next_version, last)
+        for chunk in plan(
+            self.next_version,
+            last,
+            estimates,
+            self.config.max_rows_per_chunk,
+            self.config.max_versions_per_chunk,
+        ):
+            self._emit_changes(chunk)
+            self.next_version = chunk.last + 1
+            if self.stop.is_set():
+                break
+        return True
+
+    def _emit_changes(self, chunk: Chunk) -> None:
+        self._use_schema(chunk.last)
+        frame = self.source.changes(chunk.first, chunk.last)
+        try:
+            for index, rows in enumerate(self._slices(frame, chunk)):
+                self._put(Slice(chunk, index, rows))
+        except Exception as exc:
+            if unavailable(exc):
+                raise VersionUnavailableError(
+                    self.source.table, chunk.first, _first_line(exc)
+                ) from exc
+            if "SCHEMA" in str(exc) and "CHANGE" in str(exc).upper():
+                raise SchemaChangeError(self.source.table, chunk.last, _first_line(exc)) from exc
+            raise
+
+    def _emit_snapshot(self, version: int) -> None:
+        self._use_schema(version)
+        frame = snapshot_changes(
+            self.source.snapshot(version), version, self.source.commit_timestamp(version)
+        )
+        slices = max(1, -(-frame.count() // self.config.max_rows_per_chunk))
+        chunk = Chunk(version, version, slices)
+        for index, rows in enumerate(self._slices(frame, chunk)):
+            self._put(Slice(chunk, index, rows))
+        self.next_version = version + 1
+
+    def _slices(self, frame: DataFrame, chunk: Chunk) -> Iterator[pa.Table]:
+        from pyspark.sql.functions import col, lit, pmod, xxhash64
+
+        key, value = self.schemas.key, self.schemas.value
+        if key is None or value is None:
+            raise RuntimeError("schemas are registered before any read")
+        pk = self.config.primary_key
+        for index in range(chunk.slices):
+            part = frame
+            if chunk.slices > 1:  # one key always falls in the same slice: its order holds
+                bucket = pmod(xxhash64(*[col(c) for c in pk]), lit(chunk.slices))
+                part = frame.where(bucket == index)
+            rows = encode(part, key, value, pk, self.config.include_preimage).toArrow()
+            self._check_keys(rows)
+            yield rows.sort_by(ORDER)
+            if self.stop.is_set():
+                return
+
+    def _check_keys(self, rows: pa.Table) -> None:
+        nulls = rows.column(KEY_IS_NULL)
+        if len(rows) and pc.any(nulls).as_py():
+            first = pc.index(nulls, True).as_py()
+            version = rows.column(ORDER)[first].as_py() // 2
+            raise NullKeyError(self.source.table, version, self.config.primary_key)
+
+    def _use_schema(self, version: int) -> None:
+        table_schema = self.source.schema_json(version)
+        name = self.schemas.topic
+        self.schemas.use(
+            key_schema(table_schema, self.config.primary_key, name),
+            value_schema(table_schema, name),
+            version,
+        )
+
+    def _put(self, item: Slice | BaseException | None) -> None:
+        while True:
+            try:
+                self.out.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                if self.stop.is_set() and item is not None:
+                    return
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,150 @@
+"""`run()`: follow a Delta table and publish its changes until stopped.
+
+Two threads: the reader (Spark: poll, plan, read, encode) and this one (Kafka: one
+transaction per chunk). SIGTERM or SIGINT aborts the open transaction and returns 0.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from producer import metrics
+from producer.progress import ensure_topics
+from producer.publish import Publisher
+from producer.reader import Reader, Slice
+from producer.registry import TopicSchemas
+from producer.settings import ProducerSettings, SourceSection
+from producer.source import DeltaSource
+from producer.spark import session_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+BATCH_ROWS = 65_536
+
+
+def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
+    """Publish until --until-version is reached or a signal arrives; raises CdfBridgeErrors."""
+    stop = threading.Event()
+    restore = _on_signals(stop)
+    try:
+        _run(settings, spark, stop)
+    finally:
+        restore()
+
+
+def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading.Event) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    config, topic = settings.source, settings.source.topic_name
+    metrics.serve(config.metrics_port)
+    source = DeltaSource(spark or session_for(settings.spark), config.table)
+    source.check_change_feed()
+    kafka = settings.kafka.client_config()
+    ensure_topics(kafka, topic, config.partitions)
+    publisher = Publisher(kafka, topic, config.tombstones)
+    last = publisher.start()
+    start, snapshot_at = starting_point(config, source, last)
+    metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
+    registry = SchemaRegistryClient(settings.schema_registry.client_config())
+    reader = Reader(
+        source, TopicSchemas(registry, topic, config.table), config, start, snapshot_at, stop
+    )
+    reader.start()
+    try:
+        _publish_all(reader, publisher, topic, stop)
+    finally:
+        stop.set()
+        publisher.close()
+
+
+def starting_point(
+    config: SourceSection, source: DeltaSource, last_published: int | None
+) -> tuple[int, int | None]:
+    """(first version to read, version to snapshot first or None); progress always wins."""
+    if last_published is not None:
+        return last_published + 1, None
+    if config.snapshot:
+        version = (
+            source.latest_version() if config.starting_version is None else config.starting_version
+        )
+        return version + 1, version
+    if config.starting_version is not None:
+        return config.starting_version, None
+    if config.starting_timestamp is not None:
+        return source.version_at(config.starting_timestamp), None
+    return 0, None
+
+
+def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threading.Event) -> None:
+    bar, total = metrics.ProgressBar(), 0
+    while (first := _next(reader)) is not None:
+        chunk = first.chunk
+        began = time.monotonic()
+        try:
+            rows = publisher.publish(_batches(first, reader), chunk.last, stop.is_set)
+        except InterruptedError:
+            rows = None
+        if rows is None:
+            metrics.event("aborted", versions=str(chunk), reason="stopping")
+            break
+        seconds = time.monotonic() - began
+        total += rows
+        metrics.ROWS.labels(topic).inc(rows)
+        metrics.TRANSACTION.labels(topic).observe(seconds)
+        metrics.BEHIND.labels(topic).set(max(0, reader.latest - chunk.last))
+        metrics.event(
+            "chunk_published",
+            versions=str(chunk),
+            rows=rows,
+            rows_per_s=round(rows / seconds) if seconds else None,
+            transaction_ms=round(seconds * 1000),
+        )
+        bar.show(chunk.last, reader.latest, total)
+    bar.done()
+
+
+def _next(reader: Reader) -> Slice | None:
+    while True:
+        try:
+            item = reader.out.get(timeout=1.0)
+        except queue.Empty:
+            if not reader.is_alive():
+                return None
+            continue
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+
+def _batches(first: Slice, reader: Reader) -> Iterator[pa.RecordBatch]:
+    """Every batch of first's chunk, pulling its further slices from the reader."""
+    current: Slice | None = first
+    while current is not None:
+        yield from current.rows.to_batches(max_chunksize=BATCH_ROWS)
+        if current.last_of_chunk:
+            return
+        current = _next(reader)
+    # The reader ended mid-chunk (stopping): raising makes the publisher abort the transaction.
+    raise InterruptedError("reader stopped in the middle of a chunk")
+
+
+def _on_signals(stop: threading.Event) -> Callable[[], None]:
+    """Make SIGTERM and SIGINT set stop; returns what puts the old handlers back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    signals = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in signals}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore

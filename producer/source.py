@@ -1,0 +1,112 @@
+"""The Delta table: versions, schema, and its Change Data Feed as Spark DataFrames."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
+from producer.plan import estimate_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+CDF_PROPERTY = "delta.enableChangeDataFeed"
+# Delta error classes meaning "the files or log entries for these versions are gone".
+_UNAVAILABLE = (
+    "DELTA_MISSING_CHANGE_DATA",
+    "DELTA_CHANGE_DATA_FILE_NOT_FOUND",
+    "DELTA_FILE_NOT_FOUND",
+    "DELTA_VERSIONS_NOT_CONTIGUOUS",
+    "DELTA_VERSION_NOT_FOUND",
+    "DELTA_LOG_FILE_NOT_FOUND",
+    "DELTA_CANNOT_TIME_TRAVEL",
+    "FileNotFoundException",
+)
+
+
+def is_path(table: str) -> bool:
+    return "/" in table or ":" in table or "\\" in table
+
+
+class DeltaSource:
+    """One Delta table, read through Spark; `table` is a path/URI or a catalog name."""
+
+    def __init__(self, spark: SparkSession, table: str) -> None:
+        self.spark = spark
+        self.table = table
+        self._delta = self._open()
+
+    @property
+    def sql_name(self) -> str:
+        return f"delta.`{self.table}`" if is_path(self.table) else self.table
+
+    def _open(self) -> Any:
+        from delta.tables import DeltaTable
+        from pyspark.errors import AnalysisException
+
+        try:
+            if is_path(self.table):
+                return DeltaTable.forPath(self.spark, self.table)
+            return DeltaTable.forName(self.spark, self.table)
+        except AnalysisException as exc:
+            raise TableNotFoundError(self.table) from exc
+
+    def _read(self, **options: str) -> DataFrame:
+        reader = self.spark.read.format("delta").options(**options)
+        return reader.load(self.table) if is_path(self.table) else reader.table(self.table)
+
+    def latest_version(self) -> int:
+        return int(self._delta.history(1).select("version").first()[0])
+
+    def check_change_feed(self) -> None:
+        properties = self._delta.detail().select("properties").first()[0] or {}
+        if str(properties.get(CDF_PROPERTY, "false")).lower() != "true":
+            raise ChangeFeedDisabledError(self.table, self.sql_name)
+
+    def schema_json(self, version: int) -> dict[str, Any]:
+        schema: dict[str, Any] = self._read(versionAsOf=str(version)).schema.jsonValue()
+        return schema
+
+    def version_at(self, timestamp: datetime) -> int:
+        """The first version committed at or after timestamp (the table's latest + 1 if none)."""
+        from pyspark.sql.functions import col, lit
+
+        history = self._delta.history().where(col("timestamp") >= lit(timestamp))
+        first = history.agg({"version": "min"}).first()[0]
+        return self.latest_version() + 1 if first is None else int(first)
+
+    def commit_timestamp(self, version: int) -> datetime:
+        from pyspark.sql.functions import col
+
+        row = self._delta.history().where(col("version") == version).select("timestamp").first()
+        if row is None:
+            raise VersionUnavailableError(self.table, version, "not in the table's history")
+        return row[0]  # type: ignore[no-any-return]
+
+    def row_estimates(self, first: int, last: int) -> Mapping[int, int | None]:
+        """Change rows per version from the history's operation metrics."""
+        from pyspark.sql.functions import col
+
+        rows = (
+            self._delta.history(last - first + 1 + 64)
+            .where(col("version").between(first, last))
+            .select("version", "operationMetrics")
+            .collect()
+        )
+        return {int(r[0]): estimate_rows(r[1]) for r in rows}
+
+    def changes(self, first: int, last: int) -> DataFrame:
+        return self._read(
+            readChangeFeed="true", startingVersion=str(first), endingVersion=str(last)
+        )
+
+    def snapshot(self, version: int) -> DataFrame:
+        return self._read(versionAsOf=str(version))
+
+
+def unavailable(exc: Exception) -> bool:
+    """Whether a Spark error means the requested versions cannot be read any more."""
+    text = f"{type(exc).__name__} {exc}"
+    return any(marker in text for marker in _UNAVAILABLE)

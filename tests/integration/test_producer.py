@@ -1,0 +1,93 @@
+"""The producer publishes a Delta table's Change Data Feed to Kafka, exactly once."""
+
+from typing import Any
+
+import pytest
+
+from tests.endpoints import Endpoints
+from tests.producer_helpers import changes, publish, read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SCHEMA = "id STRING, name STRING, age LONG"
+
+
+def create(spark: Any, path: str, rows: list[tuple[str, str, int]], cdf: bool = True) -> Any:
+    from delta.tables import DeltaTable
+
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` ({SCHEMA}) USING delta "
+        f"TBLPROPERTIES (delta.enableChangeDataFeed = {str(cdf).lower()})"
+    )
+    if rows:
+        spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(path)
+    return DeltaTable.forPath(spark, path)
+
+
+def test_every_change_type_round_trips_to_an_independent_avro_reader(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    table = create(spark, delta_path, [("1", "ann", 30), ("2", "bob", 40), ("3", "cy", 50)])
+    table.update("id = '1'", {"age": "31"})
+    table.delete("id = '2'")
+    source = spark.createDataFrame([("3", "cy", 51), ("4", "dee", 20)], SCHEMA)
+    table.alias("t").merge(
+        source.alias("s"), "t.id = s.id"
+    ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+    topic = publish(spark, endpoints, delta_path, "id", until_version=4)
+    records = read_topic(endpoints, topic)
+
+    assert changes(records, "id", "age") == [
+        ("1", 30, "insert", 1),
+        ("2", 40, "insert", 1),
+        ("3", 50, "insert", 1),
+        ("1", 31, "update_postimage", 2),
+        ("2", 40, "delete", 3),
+        ("3", 51, "update_postimage", 4),
+        ("4", 20, "insert", 4),
+    ]
+    assert all(r.key == {"id": r.value["id"]} for r in records if r.value)
+    assert {r.value["_commit_timestamp"].tzinfo is not None for r in records if r.value} == {True}
+
+
+def test_changes_of_one_key_share_a_partition_in_commit_order(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    table = create(spark, delta_path, [(str(i), "x", i) for i in range(20)])
+    for age in (100, 200, 300):
+        table.update("id = '7'", {"age": str(age)})
+
+    records = read_topic(endpoints, publish(spark, endpoints, delta_path, "id", until_version=4))
+
+    sevens = [r for r in records if r.key == {"id": "7"}]
+    assert len({r.partition for r in sevens}) == 1
+    assert [r.value["age"] for r in sorted(sevens, key=lambda r: r.offset) if r.value] == [
+        7,
+        100,
+        200,
+        300,
+    ]
+
+
+def test_key_deleted_and_reinserted_in_one_commit_orders_delete_first(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create(spark, delta_path, [("1", "old", 1), ("2", "kept", 2)])
+    # Overwriting with the same key gives a delete and an insert of it at one version.
+    spark.createDataFrame([("1", "new", 10)], SCHEMA).write.format("delta").mode("overwrite").save(
+        delta_path
+    )
+
+    records = read_topic(endpoints, publish(spark, endpoints, delta_path, "id", until_version=2))
+
+    ones = sorted((r for r in records if r.key == {"id": "1"}), key=lambda r: r.offset)
+    assert [
+        (r.value["name"], r.value["_change_type"], r.value["_commit_version"])
+        for r in ones
+        if r.value
+    ] == [
+        ("old", "insert", 1),
+        ("old", "delete", 2),
+        ("new", "insert", 2),
+    ]

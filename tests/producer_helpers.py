@@ -1,0 +1,86 @@
+"""Running the producer in-process and reading its topic back with independent readers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from producer.run import run
+from producer.settings import ProducerSettings
+from tests.conftest import unique
+from tests.endpoints import Endpoints
+
+
+def settings(endpoints: Endpoints, table: str, primary_key: str, **source: Any) -> ProducerSettings:
+    return ProducerSettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        schema_registry={"url": endpoints.registry},
+        source={"table": table, "primary_key": primary_key, "metrics_port": None, **source},
+    )
+
+
+def publish(spark: Any, endpoints: Endpoints, table: str, primary_key: str, **source: Any) -> str:
+    """Run the producer until --until-version; returns the topic."""
+    source.setdefault("topic", unique("cdc"))
+    run(settings(endpoints, table, primary_key, **source), spark=spark)
+    return str(source["topic"])
+
+
+@dataclass(frozen=True)
+class Record:
+    partition: int
+    offset: int
+    key: dict[str, Any]
+    value: dict[str, Any] | None
+
+
+def read_topic(endpoints: Endpoints, topic: str) -> list[Record]:
+    """Every committed message, decoded by confluent-kafka's AvroDeserializer, in offset order
+    per partition."""
+    registry = SchemaRegistryClient({"url": endpoints.registry})
+    decode = AvroDeserializer(registry)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": endpoints.kafka,
+            "group.id": unique("reader"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,  # transactional topics end in markers no poll returns
+        }
+    )
+    records: list[Record] = []
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        at_end: set[int] = set()
+        while len(at_end) < len(partitions):
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            error = msg.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                at_end.add(msg.partition() or 0)
+                continue
+            key = decode(msg.key(), SerializationContext(topic, MessageField.KEY))
+            raw = msg.value()
+            value = decode(raw, SerializationContext(topic, MessageField.VALUE)) if raw else None
+            records.append(Record(msg.partition() or 0, msg.offset() or 0, key, value))
+    finally:
+        consumer.close()
+    return records
+
+
+def changes(records: list[Record], *columns: str) -> list[tuple[Any, ...]]:
+    """(columns..., _change_type, _commit_version) of every non-tombstone record, sorted."""
+    rows = [
+        (*(r.value[c] for c in columns), r.value["_change_type"], r.value["_commit_version"])
+        for r in records
+        if r.value is not None
+    ]
+    return sorted(rows, key=lambda row: (row[-1], str(row)))
