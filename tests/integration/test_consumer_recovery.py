@@ -232,3 +232,36 @@ def scrape(port: int, path: str) -> str:
             return str(answer.read().decode())
     except OSError:
         return ""  # not listening yet
+
+
+def test_partitions_lost_while_frozen_drop_their_buffers_and_are_read_again(
+    endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
+) -> None:
+    topic = topic_factory(partitions=2)
+    changes = Changes(endpoints, topic)
+    changes.send([order(n) for n in range(10)], "insert", 1)
+    port = free_port()
+    env = env_for(endpoints, topic, ch_database, batch_seconds="8", metrics_port=str(port))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "consumer", "run"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(
+            lambda: "cdfbridge_consumer_buffered_rows 10.0" in scrape(port, "/metrics"),
+            "the consumer to buffer the first changes",
+        )
+        table = f"`{ch_database}`.`{topic}`"
+        clickhouse.command(f"SYSTEM STOP MERGES {table}")  # so doubled rows would show
+        process.send_signal(signal.SIGSTOP)  # frozen past session.timeout.ms (6 s)
+        time.sleep(10)
+        process.send_signal(signal.SIGCONT)
+        changes.send([order(n) for n in range(10, 15)], "insert", 2)
+        wait_for(lambda: rows(clickhouse, table) >= 15, "all changes after the freeze")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+
+    assert "partitions lost, buffers dropped" in stderr
+    assert process.returncode == 0
+    assert clickhouse.command(f"SELECT count() FROM {table}") == 15
