@@ -8,6 +8,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from consumer import logs
 from consumer.settings import ConsumerSettings, load
 from schemas.errors import CdfBridgeError, ConfigError, TransientError
@@ -28,7 +30,9 @@ def parser() -> argparse.ArgumentParser:
         prog="cdfbridge-consumer",
         description="Consume a cdfbridge topic into a ClickHouse ReplacingMergeTree, "
         "committing offsets only after ClickHouse has the rows.",
-        epilog=f"{EXIT_CODES}\nsettings come from flags, a --config TOML file and env vars:\n  "
+        epilog="example:\n  CDFBRIDGE_CLICKHOUSE__URL=http://127.0.0.1:8123 "
+        "cdfbridge-consumer --topic cdfbridge.orders run\n\n"
+        f"{EXIT_CODES}\nsettings come from flags, a --config TOML file and env vars:\n  "
         + "\n  ".join(env_vars(ConsumerSettings)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command or "run"](settings, args)
     except ConfigError as exc:
         return _fail(exc, 2)
-    except TransientError as exc:
+    except (TransientError, KafkaException) as exc:
         return _fail(exc, 3)
     except CdfBridgeError as exc:
         return _fail(exc, 1)
