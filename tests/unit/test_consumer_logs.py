@@ -1,0 +1,37 @@
+"""Consumer logs: one JSON object per line, with the record's extra fields."""
+
+import json
+import logging
+
+from consumer.logs import JsonFormatter
+from consumer.offsets import PartitionOffsets
+from consumer.status import Status
+
+
+def test_a_batch_log_line_is_json_with_its_fields() -> None:
+    record = logging.LogRecord("consumer.commit", logging.INFO, "", 0, "batch committed", (), None)
+    record.__dict__.update({"partition": 2, "rows": 100, "insert_ms": 12.5, "lag": 0})
+
+    line = json.loads(JsonFormatter().format(record))
+
+    assert line["message"] == "batch committed"
+    assert (line["partition"], line["rows"], line["insert_ms"], line["lag"]) == (2, 100, 12.5, 0)
+
+
+def test_status_lines_show_lag_per_partition_and_a_missing_table() -> None:
+    status = Status(
+        group="g",
+        topic="t",
+        partitions=[PartitionOffsets(0, 5, 0, 8), PartitionOffsets(1, -1001, 2, 4)],
+        table="`db`.`t`",
+        rows=None,
+        current_rows=None,
+        last_version=None,
+    )
+
+    assert status.lines() == [
+        "group g on topic t: total lag 5",
+        "  partition 0: committed 5, end 8, lag 3",
+        "  partition 1: committed none, end 4, lag 2",
+        "table `db`.`t`: does not exist",
+    ]
