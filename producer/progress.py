@@ -42,6 +42,8 @@ class Progress:
             }
         )
         try:
+            if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
+                return None  # never published anything
             consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
             last: int | None = None
             deadline = time.monotonic() + timeout_s

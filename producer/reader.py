@@ -92,6 +92,8 @@ class Reader(threading.Thread):
         return True
 
     def _emit_changes(self, chunk: Chunk) -> None:
+        if chunk.first != chunk.last:  # a schema change inside the chunk is checked too
+            self._use_schema(chunk.first)
         self._use_schema(chunk.last)
         frame = self.source.changes(chunk.first, chunk.last)
         try:

@@ -24,17 +24,27 @@ class TopicSchemas:
 
     def use(self, key: dict[str, Any], value: dict[str, Any], version: int) -> None:
         """Register key and value (idempotent), refusing value changes that are not additive."""
+        if self.key and self.value and (self.key.schema, self.value.schema) == (key, value):
+            return
         if self.value is not None and self.value.schema != value:
             check_additive(self.value.schema, value, self.table, version)
         if self.key is not None and self.key.schema != key:
             raise SchemaChangeError(self.table, version, "the primary-key columns changed type")
-        self.key = self._register(key_subject(self.topic), key)
-        self.value = self._register(value_subject(self.topic), value)
+        self.key = self._register(key_subject(self.topic), key, version)
+        self.value = self._register(value_subject(self.topic), value, version)
 
-    def _register(self, subject: str, schema: dict[str, Any]) -> WireSchema:
+    def _register(self, subject: str, schema: dict[str, Any], version: int) -> WireSchema:
         from confluent_kafka.schema_registry import Schema
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-        schema_id = self.client.register_schema(subject, Schema(json.dumps(schema), "AVRO"))
+        try:
+            schema_id = self.client.register_schema(subject, Schema(json.dumps(schema), "AVRO"))
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == 409:  # incompatible with what the topic already carries
+                raise SchemaChangeError(
+                    self.table, version, f"{subject}: {exc.error_message}"
+                ) from exc
+            raise
         self.client.set_compatibility(subject_name=subject, level=COMPATIBILITY)
         return WireSchema(schema, int(schema_id))
 

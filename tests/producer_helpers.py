@@ -79,7 +79,7 @@ def read_topic(endpoints: Endpoints, topic: str) -> list[Record]:
 def changes(records: list[Record], *columns: str) -> list[tuple[Any, ...]]:
     """(columns..., _change_type, _commit_version) of every non-tombstone record, sorted."""
     rows = [
-        (*(r.value[c] for c in columns), r.value["_change_type"], r.value["_commit_version"])
+        (*(r.value.get(c) for c in columns), r.value["_change_type"], r.value["_commit_version"])
         for r in records
         if r.value is not None
     ]

@@ -1,0 +1,136 @@
+"""Bad input stops the producer with a message naming the problem and the fix."""
+
+from typing import Any
+
+import pytest
+
+from producer.errors import (
+    ChangeFeedDisabledError,
+    NullKeyError,
+    SchemaChangeError,
+    TableNotFoundError,
+    VersionUnavailableError,
+)
+from schemas.avro import SchemaMappingError
+from tests.endpoints import Endpoints
+from tests.producer_helpers import changes, publish, read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SCHEMA = "id STRING, name STRING, age LONG"
+
+
+def create(spark: Any, path: str, cdf: bool = True) -> None:
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` ({SCHEMA}) USING delta "
+        f"TBLPROPERTIES (delta.enableChangeDataFeed = {str(cdf).lower()})"
+    )
+
+
+def append(spark: Any, path: str, rows: list[tuple[Any, ...]], schema: str = SCHEMA) -> None:
+    spark.createDataFrame(rows, schema).write.format("delta").mode("append").save(path)
+
+
+def test_table_without_change_feed_names_the_alter_table(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create(spark, delta_path, cdf=False)
+
+    with pytest.raises(ChangeFeedDisabledError, match=r"ALTER TABLE delta\.`.*` SET TBLPROPERTIES"):
+        publish(spark, endpoints, delta_path, "id", until_version=0)
+
+
+def test_unknown_table_is_named(spark: Any, endpoints: Endpoints, tmp_path: Any) -> None:
+    missing = str(tmp_path / "nothing_here")
+
+    with pytest.raises(TableNotFoundError, match="nothing_here"):
+        publish(spark, endpoints, missing, "id", until_version=0)
+
+
+def test_missing_primary_key_column_lists_the_table_columns(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create(spark, delta_path)
+    append(spark, delta_path, [("1", "a", 1)])
+
+    with pytest.raises(SchemaMappingError, match=r"\['user_id'\].*'age', 'id', 'name'"):
+        publish(spark, endpoints, delta_path, "user_id", until_version=1)
+
+
+def test_null_key_names_its_commit_version(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create(spark, delta_path)
+    append(spark, delta_path, [("1", "a", 1)])
+    append(spark, delta_path, [(None, "b", 2)])
+
+    with pytest.raises(NullKeyError, match="at version 2 .* NULL primary key"):
+        publish(spark, endpoints, delta_path, "id", until_version=2)
+
+
+def test_versions_from_before_the_feed_was_enabled_suggest_snapshot(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create(spark, delta_path, cdf=False)
+    append(spark, delta_path, [("1", "a", 1)])
+    spark.sql(
+        f"ALTER TABLE delta.`{delta_path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    append(spark, delta_path, [("2", "b", 2)])
+
+    with pytest.raises(VersionUnavailableError, match="--snapshot"):
+        publish(spark, endpoints, delta_path, "id", starting_version=0, until_version=3)
+
+
+def test_snapshot_publishes_current_state_then_follows_changes(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create(spark, delta_path, cdf=False)
+    append(spark, delta_path, [("1", "a", 1), ("2", "b", 2)])
+    spark.sql(
+        f"ALTER TABLE delta.`{delta_path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    append(spark, delta_path, [("3", "c", 3)])  # version 3
+
+    topic = publish(
+        spark, endpoints, delta_path, "id", snapshot=True, starting_version=2, until_version=3
+    )
+
+    assert changes(read_topic(endpoints, topic), "id") == [
+        ("1", "snapshot", 2),
+        ("2", "snapshot", 2),
+        ("3", "insert", 3),
+    ]
+
+
+def test_added_nullable_column_evolves_the_schema_and_publishing_continues(
+    spark: Any, endpoints: Endpoints, delta_path: str, registry: Any
+) -> None:
+    create(spark, delta_path)
+    append(spark, delta_path, [("1", "a", 1)])
+    spark.sql(f"ALTER TABLE delta.`{delta_path}` ADD COLUMNS (email STRING)")
+    append(spark, delta_path, [("2", "b", 2, "b@x")], SCHEMA + ", email STRING")
+
+    topic = publish(spark, endpoints, delta_path, "id", until_version=1)
+    publish(spark, endpoints, delta_path, "id", topic=topic, until_version=3)
+
+    assert changes(read_topic(endpoints, topic), "id", "email") == [
+        ("1", None, "insert", 1),
+        ("2", "b@x", "insert", 3),
+    ]
+    assert len(registry.get_versions(f"{topic}-value")) == 2
+
+
+def test_retyped_column_stops_with_a_resync_hint(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create(spark, delta_path)
+    append(spark, delta_path, [("1", "a", 1)])
+    topic = publish(spark, endpoints, delta_path, "id", until_version=1)
+    retyped = spark.createDataFrame([("1", "a", "one")], "id STRING, name STRING, age STRING")
+    retyped.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+        delta_path
+    )
+
+    with pytest.raises(SchemaChangeError, match="Resync"):
+        publish(spark, endpoints, delta_path, "id", topic=topic, until_version=2)

@@ -1,0 +1,141 @@
+"""Durable progress: restarts resume where the last transaction left off, kill -9 included."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from producer.errors import FencedError
+from producer.progress import Progress
+from producer.publish import Publisher
+from tests.conftest import unique
+from tests.endpoints import Endpoints
+from tests.producer_helpers import publish, read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SCHEMA = "id STRING, name STRING, age LONG"
+
+
+def commits(spark: Any, path: str, count: int, rows: int) -> None:
+    """count commits of rows new keys each, on a CDF-enabled table."""
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` ({SCHEMA}) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    for c in range(count):
+        frame = spark.range(c * rows, (c + 1) * rows).selectExpr(
+            "cast(id as string) as id", "'n' as name", "id as age"
+        )
+        frame.write.format("delta").mode("append").save(path)
+
+
+def producer_process(
+    endpoints: Endpoints, path: str, topic: str, *flags: str
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
+        "CDFBRIDGE_SCHEMA_REGISTRY__URL": endpoints.registry,
+    }
+    command = [sys.executable, "-m", "producer", "--table", path, "--primary-key", "id"]
+    command += ["--topic", topic, "--metrics-port", "0", *flags]
+    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_for_messages(
+    endpoints: Endpoints, topic: str, at_least: int, timeout_s: float = 120
+) -> None:
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka})
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": endpoints.kafka, "group.id": unique("probe")})
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            topics = admin.list_topics(timeout=10).topics
+            if topic in topics:
+                total = sum(
+                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                    for p in topics[topic].partitions
+                )
+                if total >= at_least:
+                    return
+            time.sleep(0.2)
+    finally:
+        consumer.close()
+    raise AssertionError(f"{topic} did not reach {at_least} messages in {timeout_s} s")
+
+
+def test_restart_resumes_after_the_last_published_version(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    commits(spark, delta_path, count=4, rows=10)
+    topic = unique("cdc")
+
+    publish(spark, endpoints, delta_path, "id", topic=topic, until_version=2)
+    publish(spark, endpoints, delta_path, "id", topic=topic, until_version=4)
+
+    records = read_topic(endpoints, topic)
+    assert Counter(r.value["_commit_version"] for r in records if r.value) == {
+        1: 10,
+        2: 10,
+        3: 10,
+        4: 10,
+    }
+    assert Progress({"bootstrap.servers": endpoints.kafka}, topic).last_version() == 4
+
+
+def test_kill_9_mid_chunk_then_restart_leaves_no_gap_and_no_duplicate(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    commits(spark, delta_path, count=12, rows=3000)
+    topic = unique("cdc")
+    victim = producer_process(
+        endpoints, delta_path, topic, "--until-version", "12", "--max-rows-per-chunk", "3000"
+    )
+    wait_for_messages(endpoints, topic, at_least=4000)  # inside the second chunk's transaction
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(30)
+
+    publish(spark, endpoints, delta_path, "id", topic=topic, until_version=12)
+
+    records = read_topic(endpoints, topic)
+    seen = Counter((r.key["id"], r.value["_commit_version"]) for r in records if r.value)
+    assert len(seen) == 12 * 3000
+    assert max(seen.values()) == 1
+
+
+def test_sigterm_aborts_the_open_transaction_and_exits_0(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    commits(spark, delta_path, count=2, rows=100)
+    topic = unique("cdc")
+    follower = producer_process(endpoints, delta_path, topic, "--poll-interval", "0.2")
+    wait_for_messages(endpoints, topic, at_least=200)
+
+    follower.send_signal(signal.SIGTERM)
+
+    assert follower.wait(60) == 0, follower.stderr.read() if follower.stderr else ""
+
+
+def test_a_second_producer_fences_the_first(endpoints: Endpoints, topic_factory: Any) -> None:
+    import pyarrow as pa
+
+    topic = topic_factory(partitions=1)
+    config = {"bootstrap.servers": endpoints.kafka}
+    first, second = Publisher(config, topic), Publisher(config, topic)
+    first.start()
+    second.start()
+    batch = pa.RecordBatch.from_pydict({"key": [b"k"], "value": [b"v"], "_is_delete": [False]})
+
+    with pytest.raises(FencedError, match="another producer"):
+        first.publish([batch], last_version=1, stop=lambda: False)
+    assert second.publish([batch], last_version=1, stop=lambda: False) == 1
