@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 from producer.errors import FencedError
 from producer.progress import Progress
 from producer.publish import Publisher
+from schemas.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.producer_helpers import publish, read_topic
@@ -130,7 +131,7 @@ def test_a_second_producer_fences_the_first(endpoints: Endpoints, topic_factory:
     import pyarrow as pa
 
     topic = topic_factory(partitions=1)
-    config = {"bootstrap.servers": endpoints.kafka}
+    config: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
     first, second = Publisher(config, topic), Publisher(config, topic)
     first.start()
     second.start()
