@@ -37,6 +37,7 @@ class Record:
     offset: int
     key: dict[str, Any]
     value: dict[str, Any] | None
+    raw_value: bytes | None  # as on the wire: Confluent-framed Avro
 
 
 def read_topic(endpoints: Endpoints, topic: str) -> list[Record]:
@@ -70,7 +71,7 @@ def read_topic(endpoints: Endpoints, topic: str) -> list[Record]:
             key = decode(msg.key(), SerializationContext(topic, MessageField.KEY))
             raw = msg.value()
             value = decode(raw, SerializationContext(topic, MessageField.VALUE)) if raw else None
-            records.append(Record(msg.partition() or 0, msg.offset() or 0, key, value))
+            records.append(Record(msg.partition() or 0, msg.offset() or 0, key, value, raw))
     finally:
         consumer.close()
     return records
