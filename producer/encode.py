@@ -52,9 +52,10 @@ def encode(
     key_is_null = _any_null(primary_key)
     # A NULL key cannot be encoded; it is left NULL and reported by the driver with its version.
     key_bytes = when(~key_is_null, _framed(struct(*[col(c) for c in primary_key]), key))
+    value_bytes = when(~key_is_null, _framed(struct(*[col(c) for c in value_columns]), value))
     return frame.select(
         key_bytes.alias(KEY),
-        _framed(struct(*[col(c) for c in value_columns]), value).alias(VALUE),
+        value_bytes.alias(VALUE),
         _order().alias(ORDER),
         key_is_null.alias(KEY_IS_NULL),
         (col(changes.CHANGE_TYPE) == changes.DELETE).alias(IS_DELETE),

@@ -149,7 +149,7 @@ class Reader(threading.Thread):
         name = self.schemas.topic
         self.schemas.use(
             key_schema(table_schema, self.config.primary_key, name),
-            value_schema(table_schema, name),
+            value_schema(table_schema, name, self.config.primary_key),
             version,
         )
 

@@ -88,10 +88,15 @@ def avro_type(delta_type: Any, path: str) -> AvroSchema:
     raise SchemaMappingError(f"column {path} has type {delta_type}, which has no Avro mapping")
 
 
-def value_schema(table_schema: dict[str, Any], name: str) -> dict[str, Any]:
+def value_schema(
+    table_schema: dict[str, Any], name: str, primary_key: Sequence[str] = ()
+) -> dict[str, Any]:
     """The value record: every table column, then _change_type, _commit_version and
-    _commit_timestamp."""
-    columns = table_schema["fields"]
+    _commit_timestamp. Key columns are never null, here as in the key: a ClickHouse
+    sorting key cannot be Nullable."""
+    columns = [
+        {**f, "nullable": False} if f["name"] in primary_key else f for f in table_schema["fields"]
+    ]
     clash = sorted({f["name"] for f in columns} & set(METADATA_COLUMNS))
     if clash:
         raise SchemaMappingError(f"table columns {clash} clash with cdfbridge's metadata columns")

@@ -79,7 +79,7 @@ def test_clickhouse_reads_the_same_messages_into_the_mapped_column_types(
     schema = json.loads(registry.get_latest_version(f"{topic}-value").schema.schema_str)
     table = f"{quote(ch_database)}.{quote('types')}"
     definition = ", ".join(f"{quote(name)} {kind}" for name, kind in columns(schema))
-    clickhouse.command(f"CREATE TABLE {table} ({definition}) ENGINE = MergeTree ORDER BY tuple()")
+    clickhouse.command(f"CREATE TABLE {table} ({definition}) ENGINE = MergeTree ORDER BY id")
 
     clickhouse.raw_insert(
         table,

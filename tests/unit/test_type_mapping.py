@@ -141,6 +141,12 @@ def test_value_schema_has_table_columns_then_change_metadata() -> None:
     ]
 
 
+def test_value_schema_declares_key_columns_never_null() -> None:
+    schema = value_schema(table(("id", "string", True), ("age", "long", True)), "t", ["id"])
+
+    assert [f["type"] for f in schema["fields"][:2]] == ["string", ["null", "long"]]
+
+
 def test_key_schema_holds_primary_key_columns_in_order_and_never_null() -> None:
     schema = key_schema(table(("a", "string", True), ("b", "long", True)), ["b", "a"], "t")
 
