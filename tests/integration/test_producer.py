@@ -1,5 +1,6 @@
 """The producer publishes a Delta table's Change Data Feed to Kafka, exactly once."""
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -91,3 +92,26 @@ def test_key_deleted_and_reinserted_in_one_commit_orders_delete_first(
         ("old", "delete", 2),
         ("new", "insert", 2),
     ]
+
+
+def test_table_written_by_delta_rs_is_published_like_a_spark_one(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    from producer.generate import Generator
+
+    generator = Generator(delta_path, seed=7)
+    for operation in ("insert", "update", "merge", "delete"):
+        generator.commit(operation, rows=50)
+
+    records = read_topic(endpoints, publish(spark, endpoints, delta_path, "id", until_version=4))
+
+    counts = Counter(
+        (r.value["_commit_version"], r.value["_change_type"]) for r in records if r.value
+    )
+    assert counts == {
+        (1, "insert"): 50,
+        (2, "update_postimage"): 50,
+        (3, "update_postimage"): 25,
+        (3, "insert"): 25,
+        (4, "delete"): 50,
+    }
