@@ -196,6 +196,7 @@ def kafka_engine_consumer(
     kafka_engine.apply(settings, plan)
     seconds = wait_for_rows(clickhouse, plan.target.name, args.rows, started)
     clickhouse.command(f"DROP TABLE {kafka_engine.pump(plan.target).name}")
+    clickhouse.command(f"DROP TABLE {kafka_engine.errors_pump(plan.target).name}")
     clickhouse.command(f"DROP TABLE {kafka_engine.queue(plan.target).name}")
     return args.rows / seconds
 

@@ -3,9 +3,12 @@
 1. the target ReplacingMergeTree and its `<table>_current` view (as the Python consumer
    creates them; `_version` and `_is_deleted` are MATERIALIZED from schemas.changes, so
    ClickHouse computes them on every insert, whichever path it comes from);
-2. `<table>_kafka`: a Kafka-engine table reading the topic as AvroConfluent, in its own
-   consumer group;
-3. `<table>_kafka_mv`: a materialized view moving each block from 2. into 1.
+2. `<table>_kafka_errors`: where messages the Kafka engine cannot parse go, with their
+   topic, partition, offset, raw bytes and error (its dead-letter table);
+3. `<table>_kafka`: a Kafka-engine table reading the topic as AvroConfluent, in its own
+   consumer group, with kafka_handle_error_mode = 'stream';
+4. `<table>_kafka_mv` and `<table>_kafka_errors_mv`: materialized views moving each block
+   from 3. into 1., and its unparsable messages into 2.
 """
 
 from __future__ import annotations
@@ -63,6 +66,26 @@ def literal(value: str | int) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+# Messages the Kafka engine cannot parse (kafka_handle_error_mode = 'stream'): its
+# dead-letter table, since one bad message would otherwise stop the ingestion.
+ERRORS_COLUMNS = (
+    "`topic` String, `partition` UInt64, `offset` UInt64, `raw_message` String, "
+    "`error` String, `seen_at` DateTime64(3)"
+)
+ERRORS_SELECT = (
+    "_topic AS `topic`, _partition AS `partition`, _offset AS `offset`, "
+    "_raw_message AS `raw_message`, _error AS `error`, now64(3) AS `seen_at`"
+)
+
+
+def errors(target: Target) -> Target:
+    return target.renamed(f"{target.table}_kafka_errors")
+
+
+def errors_pump(target: Target) -> Target:
+    return target.renamed(f"{target.table}_kafka_errors_mv")
+
+
 def queue(target: Target) -> Target:
     return target.renamed(f"{target.table}_kafka")
 
@@ -85,17 +108,24 @@ def statements(
     return [
         create_table_sql(target, columns, order_by, dedup_window),
         current_view_sql(target),
+        f"CREATE TABLE IF NOT EXISTS {errors(target).name} ({ERRORS_COLUMNS})\n"
+        f"ENGINE = MergeTree ORDER BY (`topic`, `partition`, `offset`)",
         f"CREATE TABLE IF NOT EXISTS {queue(target).name} ({body})\n"
         f"ENGINE = Kafka\nSETTINGS {_kafka_settings(source, reveal_secrets)}",
-        _pump_sql(target, names),
+        _view_sql(pump(target), target, queue(target), names, "length(_error) = 0"),
+        _view_sql(
+            errors_pump(target),
+            errors(target),
+            queue(target),
+            ERRORS_SELECT,
+            "length(_error) > 0",
+        ),
     ]
 
 
-def _pump_sql(target: Target, names: str) -> str:
-    select = f"SELECT {names} FROM {queue(target).name}"  # noqa: S608 - identifiers quoted
-    return (
-        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {pump(target).name} TO {target.name}\nAS {select}"
-    )
+def _view_sql(view: Target, into: Target, source: Target, select: str, where: str) -> str:
+    query = f"SELECT {select} FROM {source.name} WHERE {where}"  # noqa: S608 - quoted names
+    return f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view.name} TO {into.name}\nAS {query}"
 
 
 def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:
@@ -108,6 +138,7 @@ def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:
         "kafka_num_consumers": source.num_consumers,
         "kafka_max_block_size": source.max_block_rows,
         "kafka_flush_interval_ms": source.flush_interval_ms,
+        "kafka_handle_error_mode": "stream",
         "input_format_avro_allow_missing_fields": 1,
     }
     if source.security_protocol != "PLAINTEXT":

@@ -29,6 +29,7 @@ def test_kafka_engine_table_equals_the_python_consumers(
     changes.send([order(n) for n in range(5)], "delete", 2)
     changes.send([order(n, "again") for n in range(3)], "insert", 2)
     changes.send([order(7, "changed")], "update_postimage", 3)
+    changes.send_raw(b"k", b"not avro at all", partition=1)  # the last message of partition 1
     python_side = settings(endpoints, topic, ch_database, table="by_python")
     Pipeline(python_side, until_caught_up=True).run()
     for name, value in {
@@ -51,7 +52,15 @@ def test_kafka_engine_table_equals_the_python_consumers(
     wait_until_group_committed_the_end(endpoints, topic, f"{topic}-group-clickhouse")
     db = f"`{ch_database}`"
     clickhouse.command(f"DROP TABLE {db}.by_kafka_kafka_mv")  # stop ingesting
+    clickhouse.command(f"DROP TABLE {db}.by_kafka_kafka_errors_mv")
     clickhouse.command(f"DROP TABLE {db}.by_kafka_kafka")
+    unparsed = clickhouse.query(
+        f"SELECT partition, offset, raw_message FROM {db}.by_kafka_kafka_errors"
+    ).result_rows
+    probe = Consumer({"bootstrap.servers": endpoints.kafka, "group.id": f"{topic}-probe"})
+    _, end = probe.get_watermark_offsets(TopicPartition(topic, 1), timeout=10)
+    probe.close()
+    assert unparsed == [(1, end - 1, "not avro at all")]
     resolved = "SELECT *, _version, _is_deleted FROM {db}.{t} FINAL ORDER BY id"
     by_python = clickhouse.query(resolved.format(db=db, t="by_python")).result_rows
     by_kafka = clickhouse.query(resolved.format(db=db, t="by_kafka")).result_rows

@@ -27,7 +27,7 @@ def ddl(reveal: bool = False) -> list[str]:
 
 
 def test_kafka_table_reads_avro_confluent_through_the_registry_in_its_own_group() -> None:
-    queue = ddl()[2]
+    queue = ddl()[3]
 
     assert queue.startswith("CREATE TABLE IF NOT EXISTS `db`.`orders_kafka` (`id` Int64,")
     assert "ENGINE = Kafka" in queue
@@ -40,21 +40,27 @@ def test_kafka_table_reads_avro_confluent_through_the_registry_in_its_own_group(
         "kafka_security_protocol = 'sasl_ssl'",
         "kafka_max_block_size = 100000",
         "kafka_flush_interval_ms = 5000",
+        "kafka_handle_error_mode = 'stream'",
     ):
         assert setting in queue
 
 
 def test_view_moves_the_value_columns_into_the_replacing_merge_tree() -> None:
-    table, view, _, pump = ddl()
+    table, view, _, _, pump, errors_pump = ddl()
 
     assert "ReplacingMergeTree(`_version`, `_is_deleted`)" in table
     assert view.startswith("CREATE OR REPLACE VIEW `db`.`orders_current`")
     assert pump == (
         "CREATE MATERIALIZED VIEW IF NOT EXISTS `db`.`orders_kafka_mv` TO `db`.`orders`\n"
-        "AS SELECT `id`, `_change_type` FROM `db`.`orders_kafka`"
+        "AS SELECT `id`, `_change_type` FROM `db`.`orders_kafka` WHERE length(_error) = 0"
     )
+    assert errors_pump.startswith(
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS `db`.`orders_kafka_errors_mv` "
+        "TO `db`.`orders_kafka_errors`"
+    )
+    assert errors_pump.endswith("FROM `db`.`orders_kafka` WHERE length(_error) > 0")
 
 
 def test_sasl_password_is_masked_unless_applied() -> None:
-    assert f"kafka_sasl_password = '{HIDDEN}'" in ddl()[2]
-    assert "kafka_sasl_password = 'it\\'s-secret'" in ddl(reveal=True)[2]
+    assert f"kafka_sasl_password = '{HIDDEN}'" in ddl()[3]
+    assert "kafka_sasl_password = 'it\\'s-secret'" in ddl(reveal=True)[3]
