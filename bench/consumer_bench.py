@@ -75,7 +75,8 @@ def main() -> None:
         print(f"ratio python / kafka engine: {python.rows_per_s / engine_rps:.2f}x")
     finally:
         clickhouse.command(f"DROP DATABASE IF EXISTS `{database}` SYNC")
-        admin.delete_topics([topic])[topic].result(timeout=30)
+        for future in admin.delete_topics([topic, f"{topic}.dlq"]).values():
+            future.result(timeout=30)
 
 
 def parser() -> argparse.ArgumentParser:

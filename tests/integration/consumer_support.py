@@ -4,11 +4,12 @@ them, and consumer settings pointing at the test services."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -28,6 +29,16 @@ ORDERS = {
     ],
 }
 COMMITTED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def orphan_dead_letter_topics_removed(kafka_admin: Any) -> Iterator[None]:
+    """The consumer creates `<topic>.dlq`; once a test's topic is gone, so is its DLQ."""
+    yield
+    topics = set(kafka_admin.list_topics(timeout=10).topics)
+    orphans = [t for t in topics if t.endswith(".dlq") and t.removesuffix(".dlq") not in topics]
+    for future in kafka_admin.delete_topics(orphans).values() if orphans else ():
+        future.result(timeout=30)
 
 
 def with_column(table_schema: dict[str, Any], name: str, kind: str) -> dict[str, Any]:

@@ -7,7 +7,12 @@ import pytest
 
 from consumer.loop import Pipeline
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import Changes, order, settings
+from tests.integration.consumer_support import (
+    Changes,
+    order,
+    orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
+    settings,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -18,6 +18,7 @@ from tests.integration.consumer_support import (
     ORDERS,
     Changes,
     order,
+    orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
     settings,
     with_column,
 )

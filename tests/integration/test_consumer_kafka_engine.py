@@ -10,7 +10,12 @@ from confluent_kafka import Consumer, TopicPartition
 from consumer.cli import main
 from consumer.loop import Pipeline
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import Changes, order, settings
+from tests.integration.consumer_support import (
+    Changes,
+    order,
+    orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
+    settings,
+)
 
 pytestmark = pytest.mark.integration
 

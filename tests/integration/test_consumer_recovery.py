@@ -22,7 +22,12 @@ from schemas.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import Changes, order, settings
+from tests.integration.consumer_support import (
+    Changes,
+    order,
+    orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
+    settings,
+)
 from tests.integration.test_stack import free_port
 
 pytestmark = pytest.mark.integration
