@@ -1,0 +1,164 @@
+"""Producer throughput and memory on a backlog shaped like the blog's example table.
+
+    python bench/producer_bench.py --rows 1000000 [--rows 5000000 ...]
+
+For each size: a Delta table (id string, name string, age long, created_at timestamp) of
+`rows` inserts, then 5% of them updated and 1% deleted, written with delta-rs; then
+`cdfbridge-producer --until-version <last>` publishes it to a fresh topic on the configured
+broker (CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS, default the local stack). Prints rows/s and the
+peak RSS of the producer's process tree (Python driver + Spark JVM), and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+from producer.generate import SCHEMA
+
+INSERT_BATCH = 250_000
+
+
+def build_table(path: Path, rows: int) -> int:
+    """The backlog table; reused when it exists. Returns its last version."""
+    if DeltaTable.is_deltatable(str(path)):
+        return int(DeltaTable(str(path)).version())
+    config = {"delta.enableChangeDataFeed": "true"}
+    now = pa.scalar(int(time.time() * 1e6), pa.timestamp("us", tz="UTC"))
+    for start in range(0, rows, INSERT_BATCH):
+        ids = pa.array([str(i) for i in range(start, min(rows, start + INSERT_BATCH))])
+        n = len(ids)
+        batch = pa.table(
+            [ids, pa.array(["name"] * n), pa.array(range(n), pa.int64()), pa.repeat(now, n)],
+            schema=SCHEMA,
+        )
+        write_deltalake(str(path), batch, mode="append", configuration=config)
+    table = DeltaTable(str(path))
+    updated = pa.table(
+        {
+            "id": [str(i) for i in range(0, rows, 20)],
+            "age": pa.array([1] * len(range(0, rows, 20)), pa.int64()),
+        }
+    )
+    table.merge(updated, "t.id = s.id", source_alias="s", target_alias="t").when_matched_update(
+        {"age": "s.age"}
+    ).execute()
+    deleted = pa.table({"id": [str(i) for i in range(7, rows, 100)]})
+    DeltaTable(str(path)).merge(
+        deleted, "t.id = s.id", source_alias="s", target_alias="t"
+    ).when_matched_delete().execute()
+    return int(DeltaTable(str(path)).version())
+
+
+def tree_rss_kib(pid: int) -> int:
+    """RSS of pid and all its descendants."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            total += int(re.search(r"VmRSS:\s+(\d+)", status)[1]) if "VmRSS" in status else 0  # type: ignore[index]
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        pending += [int(c) for c in children]
+    return total
+
+
+def publish(path: Path, last_version: int) -> dict[str, float]:
+    topic = f"bench.producer.{uuid.uuid4().hex[:8]}"
+    command = [
+        sys.executable,
+        "-m",
+        "producer",
+        "--table",
+        str(path),
+        "--primary-key",
+        "id",
+        "--topic",
+        topic,
+        "--until-version",
+        str(last_version),
+        "--metrics-port",
+        "0",
+    ]
+    began = time.monotonic()
+    proc = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
+        command, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss_kib(proc.pid))
+        time.sleep(0.2)
+    wall = time.monotonic() - began
+    log = proc.stderr.read() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"producer failed ({proc.returncode}):\n{log[-3000:]}")
+    events = [_event(line) for line in log.splitlines() if '{"event"' in line]
+    chunks = [e for e in events if e["event"] == "chunk_published"]
+    rows = sum(c["rows"] for c in chunks)
+    # From the start event (Spark up, topics ready, producer fenced in) to the last commit.
+    steady = chunks[-1]["at"] - next(e["at"] for e in events if e["event"] == "start")
+    return {
+        "rows": rows,
+        "chunks": len(chunks),
+        "wall_s": round(wall, 1),
+        "rows_per_s_wall": round(rows / wall),
+        "publishing_s": round(steady, 1),
+        "rows_per_s_publishing": round(rows / steady),
+        "transaction_s": round(sum(c["transaction_ms"] for c in chunks) / 1000, 1),
+        "peak_rss_mib": round(peak / 1024),
+    }
+
+
+def _event(line: str) -> dict[str, Any]:
+    """A producer log line: `<date> <time>,<ms> INFO {json}`."""
+    stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    return {**json.loads(line[line.index("{") :]), "at": stamp}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--rows", type=int, action="append", help="backlog size; repeatable")
+    p.add_argument("--dir", type=Path, default=Path(".stack/bench"), help="where tables are kept")
+    p.add_argument("--json", type=Path, default=Path("bench/results/producer.json"))
+    args = p.parse_args()
+    results = []
+    for rows in args.rows or [1_000_000]:
+        path = args.dir / f"blog_{rows}"
+        last = build_table(path, rows)
+        result = {"backlog_inserts": rows, **publish(path, last)}
+        results.append(result)
+        print(json.dumps(result), flush=True)
+    header = ("backlog", "rows", "wall s", "rows/s wall", "rows/s publishing", "peak RSS MiB")
+    print("\n" + " | ".join(header))
+    for r in results:
+        cells = (
+            r["backlog_inserts"],
+            r["rows"],
+            r["wall_s"],
+            r["rows_per_s_wall"],
+            r["rows_per_s_publishing"],
+            r["peak_rss_mib"],
+        )
+        print(" | ".join(f"{c:,}" if isinstance(c, int) else str(c) for c in cells))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
