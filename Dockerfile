@@ -19,4 +19,6 @@ RUN pip install --no-cache-dir . \
     && apt-get purge -y maven && apt-get autoremove -y \
     && rm -rf /root/.m2
 
+# The Delta volume is created from /data, so it belongs to the user the services run as.
+RUN mkdir -p /data && chown nobody /data
 USER nobody

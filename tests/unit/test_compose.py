@@ -7,10 +7,11 @@ import pytest
 import yaml
 
 from consumer.settings import ConsumerSettings
-from schemas.settings import ConnectionSettings, env_vars
+from producer.settings import ProducerSettings
+from schemas.settings import env_vars
 
 COMPOSE = Path(__file__).parents[2] / "docker-compose.yml"
-OURS = {"producer", "consumer"}
+OURS = {"demo-data", "producer", "consumer"}
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +49,9 @@ def test_our_services_build_from_the_dockerfile_and_wait_for_healthy_dependencie
     services: dict[str, Any],
 ) -> None:
     for name in OURS:
+        assert services[name]["build"] == "."
+    for name in ("producer", "consumer"):
         spec = services[name]
-        assert spec["build"] == "."
         assert spec["depends_on"], name
         for dependency, condition in spec["depends_on"].items():
             assert dependency in services
@@ -66,7 +68,8 @@ def test_every_env_var_set_for_our_services_is_read_by_the_code(
     services: dict[str, Any],
 ) -> None:
     read = {
-        "producer": set(env_vars(ConnectionSettings)),
+        "demo-data": set(),
+        "producer": set(env_vars(ProducerSettings)),
         "consumer": set(env_vars(ConsumerSettings)),
     }
     for name in OURS:
