@@ -19,8 +19,8 @@ down:  ## stop the local services
 status:  ## say which local services are up
 	@$(BIN)/cdfbridge-stack status
 
-demo: up  ## bring the stack up and check every service end to end
-	@$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration
+demo: setup  ## the whole pipeline on the local stack, ending with a ClickHouse = Delta check
+	@bash stack/demo.sh
 
 test: setup  ## run the whole test suite against real services (exit 5, no tests, fails)
 	@$(BIN)/python -m pytest; rc=$$?; \
