@@ -8,6 +8,7 @@ import sys
 from pydantic import ValidationError
 
 from schemas.errors import CdfBridgeError
+from schemas.settings import describe
 from stack import services
 from stack.fetch import GOALS, fetch
 from stack.settings import StackSettings
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = StackSettings()
     except ValidationError as exc:
-        print(f"cdfbridge-stack: invalid settings:\n{exc}", file=sys.stderr)
+        print(f"cdfbridge-stack: invalid settings:\n{describe(exc)}", file=sys.stderr)
         return 2
     try:
         return _run(args, settings)
