@@ -96,6 +96,8 @@ def settings_from(args: argparse.Namespace) -> ProducerSettings:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(message)s")
+    for chatty in ("py4j", "httpx2"):  # a line per Spark call and per registry request
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         settings = settings_from(args)
     except ValidationError as exc:

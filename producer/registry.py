@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 from producer.encode import WireSchema
-from producer.errors import SchemaChangeError
+from producer.errors import SchemaChangeError, UnreachableError
 from schemas.naming import key_subject, value_subject
 
 COMPATIBILITY = "BACKWARD"
@@ -15,10 +17,10 @@ COMPATIBILITY = "BACKWARD"
 class TopicSchemas:
     """The wire schemas of one topic, registered under <topic>-key and <topic>-value."""
 
-    def __init__(self, client: Any, topic: str, table: str) -> None:
-        self.client = client
-        self.topic = topic
-        self.table = table
+    def __init__(self, client: Any, url: str, topic: str, table: str, attempts: int = 5) -> None:
+        self.client, self.url = client, url
+        self.topic, self.table = topic, table
+        self.attempts = attempts
         self.key: WireSchema | None = None
         self.value: WireSchema | None = None
 
@@ -37,16 +39,32 @@ class TopicSchemas:
         from confluent_kafka.schema_registry import Schema
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+        avro = Schema(json.dumps(schema), "AVRO")
         try:
-            schema_id = self.client.register_schema(subject, Schema(json.dumps(schema), "AVRO"))
+            schema_id = self._retrying(self.client.register_schema, subject, avro)
         except SchemaRegistryError as exc:
             if exc.http_status_code == 409:  # incompatible with what the topic already carries
-                raise SchemaChangeError(
-                    self.table, version, f"{subject}: {exc.error_message}"
-                ) from exc
+                detail = f"{subject}: {exc.error_message}"
+                raise SchemaChangeError(self.table, version, detail) from exc
             raise
-        self.client.set_compatibility(subject_name=subject, level=COMPATIBILITY)
+        self._retrying(self.client.set_compatibility, subject_name=subject, level=COMPATIBILITY)
         return WireSchema(schema, int(schema_id))
+
+    def _retrying(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """call, retried with exponential back-off while the registry cannot be reached."""
+        from httpx2 import TransportError
+
+        attempt = 1
+        while True:
+            try:
+                return call(*args, **kwargs)
+            except TransportError as exc:
+                if attempt >= self.attempts:
+                    raise UnreachableError(
+                        "the schema registry", self.url, attempt, str(exc)
+                    ) from exc
+                time.sleep(min(2 ** (attempt - 1), 30))
+                attempt += 1
 
 
 def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version: int) -> None:

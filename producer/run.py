@@ -53,10 +53,11 @@ def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading
     last = publisher.start()
     start, snapshot_at = starting_point(config, source, last)
     metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
-    registry = SchemaRegistryClient(settings.schema_registry.client_config())
-    reader = Reader(
-        source, TopicSchemas(registry, topic, config.table), config, start, snapshot_at, stop
+    registry = settings.schema_registry
+    schemas = TopicSchemas(
+        SchemaRegistryClient(registry.client_config()), registry.url, topic, config.table
     )
+    reader = Reader(source, schemas, config, start, snapshot_at, stop)
     reader.start()
     try:
         _publish_all(reader, publisher, topic, stop)

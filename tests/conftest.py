@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -90,6 +91,7 @@ def spark() -> Iterator[Any]:
     from stack.fetch import fetch, lib_dir
     from stack.settings import StackSettings
 
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # it logs from __del__ after the run
     settings = StackSettings()
     fetch(settings, ("spark",))
     session = build_spark_session("cdfbridge-tests", delta_jars=lib_dir(settings, "spark"))

@@ -85,3 +85,32 @@ def changes(records: list[Record], *columns: str) -> list[tuple[Any, ...]]:
         if r.value is not None
     ]
     return sorted(rows, key=lambda row: (row[-1], str(row)))
+
+
+PEOPLE = "id STRING, name STRING, age LONG"
+
+
+def create_table(spark: Any, path: str, columns: str = PEOPLE, cdf: bool = True) -> None:
+    """An empty Delta table at path, with the Change Data Feed on unless cdf is False."""
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` ({columns}) USING delta "
+        f"TBLPROPERTIES (delta.enableChangeDataFeed = {str(cdf).lower()})"
+    )
+
+
+def append(spark: Any, path: str, rows: list[tuple[Any, ...]], columns: str = PEOPLE) -> None:
+    spark.createDataFrame(rows, columns).write.format("delta").mode("append").save(path)
+
+
+def change_every_way(spark: Any, path: str) -> None:
+    """Versions 1-4 of a new table: insert 3 rows, update id 1, delete id 2, merge 3 and 4."""
+    from delta.tables import DeltaTable
+
+    create_table(spark, path)
+    append(spark, path, [("1", "ann", 30), ("2", "bob", 40), ("3", "cy", 50)])
+    table = DeltaTable.forPath(spark, path)
+    table.update("id = '1'", {"age": "31"})
+    table.delete("id = '2'")
+    source = spark.createDataFrame([("3", "cy", 51), ("4", "dee", 20)], PEOPLE)
+    merge = table.alias("t").merge(source.alias("s"), "t.id = s.id")
+    merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()

@@ -6,35 +6,23 @@ from typing import Any
 import pytest
 
 from tests.endpoints import Endpoints
-from tests.producer_helpers import changes, publish, read_topic
+from tests.producer_helpers import (
+    PEOPLE,
+    append,
+    change_every_way,
+    changes,
+    create_table,
+    publish,
+    read_topic,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-SCHEMA = "id STRING, name STRING, age LONG"
-
-
-def create(spark: Any, path: str, rows: list[tuple[str, str, int]], cdf: bool = True) -> Any:
-    from delta.tables import DeltaTable
-
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` ({SCHEMA}) USING delta "
-        f"TBLPROPERTIES (delta.enableChangeDataFeed = {str(cdf).lower()})"
-    )
-    if rows:
-        spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(path)
-    return DeltaTable.forPath(spark, path)
 
 
 def test_every_change_type_round_trips_to_an_independent_avro_reader(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    table = create(spark, delta_path, [("1", "ann", 30), ("2", "bob", 40), ("3", "cy", 50)])
-    table.update("id = '1'", {"age": "31"})
-    table.delete("id = '2'")
-    source = spark.createDataFrame([("3", "cy", 51), ("4", "dee", 20)], SCHEMA)
-    table.alias("t").merge(
-        source.alias("s"), "t.id = s.id"
-    ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    change_every_way(spark, delta_path)
 
     topic = publish(spark, endpoints, delta_path, "id", until_version=4)
     records = read_topic(endpoints, topic)
@@ -55,7 +43,11 @@ def test_every_change_type_round_trips_to_an_independent_avro_reader(
 def test_changes_of_one_key_share_a_partition_in_commit_order(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    table = create(spark, delta_path, [(str(i), "x", i) for i in range(20)])
+    from delta.tables import DeltaTable
+
+    create_table(spark, delta_path)
+    append(spark, delta_path, [(str(i), "x", i) for i in range(20)])
+    table = DeltaTable.forPath(spark, delta_path)
     for age in (100, 200, 300):
         table.update("id = '7'", {"age": str(age)})
 
@@ -74,9 +66,10 @@ def test_changes_of_one_key_share_a_partition_in_commit_order(
 def test_key_deleted_and_reinserted_in_one_commit_orders_delete_first(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    create(spark, delta_path, [("1", "old", 1), ("2", "kept", 2)])
+    create_table(spark, delta_path)
+    append(spark, delta_path, [("1", "old", 1), ("2", "kept", 2)])
     # Overwriting with the same key gives a delete and an insert of it at one version.
-    spark.createDataFrame([("1", "new", 10)], SCHEMA).write.format("delta").mode("overwrite").save(
+    spark.createDataFrame([("1", "new", 10)], PEOPLE).write.format("delta").mode("overwrite").save(
         delta_path
     )
 

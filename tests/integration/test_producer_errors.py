@@ -13,28 +13,15 @@ from producer.errors import (
 )
 from schemas.avro import SchemaMappingError
 from tests.endpoints import Endpoints
-from tests.producer_helpers import changes, publish, read_topic
+from tests.producer_helpers import PEOPLE, append, changes, create_table, publish, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-SCHEMA = "id STRING, name STRING, age LONG"
-
-
-def create(spark: Any, path: str, cdf: bool = True) -> None:
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` ({SCHEMA}) USING delta "
-        f"TBLPROPERTIES (delta.enableChangeDataFeed = {str(cdf).lower()})"
-    )
-
-
-def append(spark: Any, path: str, rows: list[tuple[Any, ...]], schema: str = SCHEMA) -> None:
-    spark.createDataFrame(rows, schema).write.format("delta").mode("append").save(path)
 
 
 def test_table_without_change_feed_names_the_alter_table(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    create(spark, delta_path, cdf=False)
+    create_table(spark, delta_path, cdf=False)
 
     with pytest.raises(ChangeFeedDisabledError, match=r"ALTER TABLE delta\.`.*` SET TBLPROPERTIES"):
         publish(spark, endpoints, delta_path, "id", until_version=0)
@@ -50,7 +37,7 @@ def test_unknown_table_is_named(spark: Any, endpoints: Endpoints, tmp_path: Any)
 def test_missing_primary_key_column_lists_the_table_columns(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    create(spark, delta_path)
+    create_table(spark, delta_path)
     append(spark, delta_path, [("1", "a", 1)])
 
     with pytest.raises(SchemaMappingError, match=r"\['user_id'\].*'age', 'id', 'name'"):
@@ -60,7 +47,7 @@ def test_missing_primary_key_column_lists_the_table_columns(
 def test_null_key_names_its_commit_version(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    create(spark, delta_path)
+    create_table(spark, delta_path)
     append(spark, delta_path, [("1", "a", 1)])
     append(spark, delta_path, [(None, "b", 2)])
 
@@ -71,7 +58,7 @@ def test_null_key_names_its_commit_version(
 def test_versions_from_before_the_feed_was_enabled_suggest_snapshot(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    create(spark, delta_path, cdf=False)
+    create_table(spark, delta_path, cdf=False)
     append(spark, delta_path, [("1", "a", 1)])
     spark.sql(
         f"ALTER TABLE delta.`{delta_path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
@@ -85,7 +72,7 @@ def test_versions_from_before_the_feed_was_enabled_suggest_snapshot(
 def test_snapshot_publishes_current_state_then_follows_changes(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    create(spark, delta_path, cdf=False)
+    create_table(spark, delta_path, cdf=False)
     append(spark, delta_path, [("1", "a", 1), ("2", "b", 2)])
     spark.sql(
         f"ALTER TABLE delta.`{delta_path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
@@ -106,10 +93,10 @@ def test_snapshot_publishes_current_state_then_follows_changes(
 def test_added_nullable_column_evolves_the_schema_and_publishing_continues(
     spark: Any, endpoints: Endpoints, delta_path: str, registry: Any
 ) -> None:
-    create(spark, delta_path)
+    create_table(spark, delta_path)
     append(spark, delta_path, [("1", "a", 1)])
     spark.sql(f"ALTER TABLE delta.`{delta_path}` ADD COLUMNS (email STRING)")
-    append(spark, delta_path, [("2", "b", 2, "b@x")], SCHEMA + ", email STRING")
+    append(spark, delta_path, [("2", "b", 2, "b@x")], PEOPLE + ", email STRING")
 
     topic = publish(spark, endpoints, delta_path, "id", until_version=1)
     publish(spark, endpoints, delta_path, "id", topic=topic, until_version=3)
@@ -124,7 +111,7 @@ def test_added_nullable_column_evolves_the_schema_and_publishing_continues(
 def test_retyped_column_stops_with_a_resync_hint(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    create(spark, delta_path)
+    create_table(spark, delta_path)
     append(spark, delta_path, [("1", "a", 1)])
     topic = publish(spark, endpoints, delta_path, "id", until_version=1)
     retyped = spark.createDataFrame([("1", "a", "one")], "id STRING, name STRING, age STRING")
@@ -134,3 +121,19 @@ def test_retyped_column_stops_with_a_resync_hint(
 
     with pytest.raises(SchemaChangeError, match="Resync"):
         publish(spark, endpoints, delta_path, "id", topic=topic, until_version=2)
+
+
+def test_unreachable_registry_is_retried_then_named() -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    from producer.errors import UnreachableError
+    from producer.registry import TopicSchemas
+
+    url = "http://127.0.0.1:9/apis/ccompat/v7"  # the discard port: nothing listens
+    schemas = TopicSchemas(SchemaRegistryClient({"url": url}), url, "t", "table", attempts=2)
+    key = {"type": "record", "name": "k", "fields": [{"name": "id", "type": "string"}]}
+
+    with pytest.raises(
+        UnreachableError, match=r"schema registry at http://127\.0\.0\.1:9/.* 2 attempts"
+    ):
+        schemas.use(key, key, version=1)

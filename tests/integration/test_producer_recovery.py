@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from producer.errors import FencedError
@@ -18,19 +18,14 @@ from producer.publish import Publisher
 from schemas.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.producer_helpers import publish, read_topic
+from tests.producer_helpers import create_table, publish, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-SCHEMA = "id STRING, name STRING, age LONG"
 
 
 def commits(spark: Any, path: str, count: int, rows: int) -> None:
     """count commits of rows new keys each, on a CDF-enabled table."""
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` ({SCHEMA}) USING delta "
-        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
-    )
+    create_table(spark, path)
     for c in range(count):
         frame = spark.range(c * rows, (c + 1) * rows).selectExpr(
             "cast(id as string) as id", "'n' as name", "id as age"
@@ -63,10 +58,13 @@ def wait_for_messages(
         while time.monotonic() < deadline:
             topics = admin.list_topics(timeout=10).topics
             if topic in topics:
-                total = sum(
-                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                    for p in topics[topic].partitions
-                )
+                try:
+                    total = sum(
+                        consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                        for p in topics[topic].partitions
+                    )
+                except KafkaException:  # a new topic's leaders may not be elected yet
+                    total = 0
                 if total >= at_least:
                     return
             time.sleep(0.2)

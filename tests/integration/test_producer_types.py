@@ -8,7 +8,7 @@ import pytest
 
 from schemas.clickhouse import columns, quote
 from tests.endpoints import Endpoints
-from tests.producer_helpers import publish, read_topic
+from tests.producer_helpers import create_table, publish, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -26,10 +26,7 @@ NULLS = "('k2'" + ", NULL" * 16 + ")"
 @pytest.fixture(scope="module")
 def published(spark: Any, endpoints: Endpoints, tmp_path_factory: Any) -> tuple[str, list[Any]]:
     path = str(tmp_path_factory.mktemp("types") / "t")
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` ({COLUMNS}) USING delta "
-        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
-    )
+    create_table(spark, path, COLUMNS)
     spark.sql(f"INSERT INTO delta.`{path}` VALUES {FULL}, {NULLS}")
     topic = publish(spark, endpoints, path, "id", until_version=1)
     records = sorted(read_topic(endpoints, topic), key=lambda r: r.key["id"])

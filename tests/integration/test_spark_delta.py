@@ -4,33 +4,15 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+from tests.producer_helpers import change_every_way
 
-SCHEMA = "id STRING, name STRING, age LONG"
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
 def test_change_data_feed_records_insert_update_delete_and_merge(
     spark: Any, delta_path: str
 ) -> None:
-    from delta.tables import DeltaTable
-
-    spark.sql(
-        f"CREATE TABLE delta.`{delta_path}` ({SCHEMA}) USING delta "
-        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
-    )
-    rows = [("1", "ann", 30), ("2", "bob", 40), ("3", "cy", 50)]
-    spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(delta_path)
-    table = DeltaTable.forPath(spark, delta_path)
-    table.update("id = '1'", {"age": "31"})
-    table.delete("id = '2'")
-    source = spark.createDataFrame([("3", "cy", 51), ("4", "dee", 20)], SCHEMA)
-    (
-        table.alias("t")
-        .merge(source.alias("s"), "t.id = s.id")
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsertAll()
-        .execute()
-    )
+    change_every_way(spark, delta_path)
 
     changes = (
         spark.read.format("delta")
