@@ -77,7 +77,7 @@ class Reader(threading.Thread):
         if self.next_version > last:
             self.stop.wait(self.config.poll_interval_s)
             return True
-        estimates = self.source.row_estimates(self.next_version, last)
+        estimates = self.source.row_estimates(self.next_version, last, self.latest)
         for chunk in plan(
             self.next_version,
             last,

@@ -85,12 +85,13 @@ class DeltaSource:
             raise VersionUnavailableError(self.table, version, "not in the table's history")
         return row[0]  # type: ignore[no-any-return]
 
-    def row_estimates(self, first: int, last: int) -> Mapping[int, int | None]:
-        """Change rows per version from the history's operation metrics."""
+    def row_estimates(self, first: int, last: int, latest: int) -> Mapping[int, int | None]:
+        """Change rows per version first..last from the history's operation metrics."""
         from pyspark.sql.functions import col
 
+        # history(n) lists the n newest commits: reach back from the head to `first`.
         rows = (
-            self._delta.history(last - first + 1 + 64)
+            self._delta.history(latest - first + 1)
             .where(col("version").between(first, last))
             .select("version", "operationMetrics")
             .collect()
