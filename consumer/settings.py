@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field, ValidationError, model_validator
 
 from schemas.errors import ConfigError
-from schemas.naming import TOPIC_PREFIX
+from schemas.naming import default_table
 from schemas.settings import ConnectionSettings, Section
 
 
@@ -49,7 +49,7 @@ class ConsumerSection(Section):
         """`table`, else the topic without the `cdfbridge.` prefix, dots made underscores."""
         if self.table:
             return self.table
-        return self.topic.removeprefix(TOPIC_PREFIX).replace(".", "_")
+        return default_table(self.topic)
 
 
 class ConsumerSettings(ConnectionSettings):

@@ -18,6 +18,11 @@ def default_topic(table: str) -> str:
     return TOPIC_PREFIX + _TOPIC_CHARS.sub("_", name)
 
 
+def default_table(topic: str) -> str:
+    """The ClickHouse table a topic fills: `cdfbridge.sales.orders` → `sales_orders`."""
+    return topic.removeprefix(TOPIC_PREFIX).replace(".", "_")
+
+
 def key_subject(topic: str) -> str:
     """Subject of the key schema (Confluent TopicNameStrategy)."""
     return f"{topic}-key"

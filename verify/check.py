@@ -1,0 +1,129 @@
+"""One comparison, end to end: which version, the staging copy, the summary, the details.
+
+1. version: --version, else the last one the producer published (its progress topic);
+2. copy the Delta snapshot at that version into a staging table of the target's types;
+3. compare counts and hashes; on a mismatch, find the lost, extra and wrong keys;
+4. with --wait, repeat from 1 until equal or out of time (the consumer may be catching up).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from consumer.sink import connect
+from consumer.table import Target
+from producer.progress import Progress
+from schemas.changes import METADATA_COLUMNS
+from schemas.clickhouse import quote
+from verify import compare, snapshot
+from verify.canonical import split_type
+from verify.errors import NothingToCompareError
+from verify.report import Report
+from verify.settings import VerifySettings
+
+log = logging.getLogger(__name__)
+POLL_SECONDS = 1.0
+
+
+def verify(settings: VerifySettings) -> Report:
+    s = settings.verify
+    client = connect(settings.clickhouse)
+    target = Target(settings.clickhouse.database, s.target_table)
+    columns = _target_columns(client, target)
+    keys = s.primary_key or _sorting_key(client, target)
+    staging = Target(target.database, f"{target.table}__verify_{uuid.uuid4().hex[:8]}")
+    deadline = time.monotonic() + s.wait_seconds
+    staged: int | None = None
+    try:
+        while True:
+            version = s.version if s.version is not None else _published(settings)
+            if version != staged:
+                table = snapshot.open_version(s.table, version, s.storage_options)
+                shared, problems = _shared_columns(columns, snapshot.delta_columns(table))
+                snapshot.stage(client, staging, shared, table)
+                staged = version
+            report = _compare(client, s.table, version, staging, target, shared, keys, problems)
+            if report.equal or time.monotonic() >= deadline:
+                return report
+            log.info("not equal yet at version %d; retrying until the --wait runs out", version)
+            time.sleep(POLL_SECONDS)
+    finally:
+        client.command(f"DROP TABLE IF EXISTS {staging.name}")
+
+
+def _compare(
+    client: Any,
+    source: str,
+    version: int,
+    staging: Target,
+    target: Target,
+    columns: Sequence[tuple[str, str]],
+    keys: Sequence[str],
+    problems: list[str],
+) -> Report:
+    delta = compare.summarize(client, staging.name, columns, keys)
+    ours = compare.summarize(client, target.current_view, columns, keys)
+    report = Report(source, version, target.current_view, delta, ours, problems)
+    if report.equal:
+        return report
+    found = compare.differences(client, staging.name, target.current_view, columns, keys)
+    return Report(source, version, target.current_view, delta, ours, problems, **found)
+
+
+def _published(settings: VerifySettings) -> int:
+    topic = settings.verify.topic_name
+    version = Progress(settings.kafka.client_config(), topic).last_version()
+    if version is None:
+        raise NothingToCompareError(
+            f"nothing published to {topic} yet: run the producer first, or pass --version "
+            "(and --topic if the producer was given one)"
+        )
+    return version
+
+
+def _target_columns(client: Any, target: Target) -> list[tuple[str, str]]:
+    rows = client.query(
+        "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = "
+        "{t:String} AND default_kind != 'MATERIALIZED' ORDER BY position",
+        parameters={"db": target.database, "t": target.table},
+    ).result_rows
+    if not rows:
+        raise NothingToCompareError(
+            f"no ClickHouse table {target.name}: run the consumer first, or pass "
+            "--clickhouse-table (and set CDFBRIDGE_CLICKHOUSE__DATABASE)"
+        )
+    return [(name, kind) for name, kind in rows if name not in METADATA_COLUMNS]
+
+
+def _sorting_key(client: Any, target: Target) -> list[str]:
+    [(key,)] = client.query(
+        "SELECT sorting_key FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+        parameters={"db": target.database, "t": target.table},
+    ).result_rows
+    # `sorting_key` reads like a Tuple's arguments ("a, b"), or "(a)" for one column.
+    _, names = split_type(f"Tuple({key})")
+    if len(names) == 1 and names[0].startswith("("):
+        _, names = split_type(f"Tuple{names[0]}")
+    return [name.strip("`") for name in names]
+
+
+def _shared_columns(
+    ours: Sequence[tuple[str, str]], delta: Sequence[str]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Columns both sides have, and a line for each column only one side has."""
+    names = {name for name, _ in ours}
+    problems = [
+        f"column {quote(c)} is in the Delta table, not in ClickHouse"
+        for c in delta
+        if c not in names
+    ]
+    problems += [
+        f"column {quote(n)} is in ClickHouse, not in the Delta table"
+        for n, _ in ours
+        if n not in delta
+    ]
+    return [(name, kind) for name, kind in ours if name in delta], problems

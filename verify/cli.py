@@ -1,0 +1,102 @@
+"""`cdfbridge-verify`: is ClickHouse's `<table>_current` equal to the Delta table?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from schemas.errors import CdfBridgeError, TransientError
+from schemas.settings import describe, env_vars
+from verify.settings import VerifySettings
+
+EXIT_CODES = """\
+exit codes:
+  0  equal
+  1  not equal (the report names lost, extra and wrong keys), or nothing to compare yet
+  2  invalid settings or arguments
+  3  Kafka or ClickHouse did not answer
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cdfbridge-verify",
+        description="Compare ClickHouse's <table>_current with the Delta table's snapshot at the "
+        "last version the producer published: row counts and an order-independent hash over "
+        "every column; on a mismatch, the lost, extra and wrong keys with a sample per column.",
+        epilog="example:\n  cdfbridge-verify --table /data/people --wait 60\n\n"
+        f"{EXIT_CODES}\nsettings also come from a --config TOML file and from env vars:\n  "
+        + "\n  ".join(env_vars(VerifySettings)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--table", help="Delta table path or URI, as the producer reads it")
+    p.add_argument("--topic", help="the producer's topic (default: cdfbridge.<table name>)")
+    p.add_argument("--clickhouse-table", help="target table (default: from the topic)")
+    p.add_argument("--primary-key", help="key columns, comma-separated (default: ORDER BY)")
+    p.add_argument("--version", type=int, help="Delta version (default: last published)")
+    p.add_argument(
+        "--wait",
+        dest="wait_seconds",
+        type=float,
+        help="seconds to keep comparing until equal, while the consumer catches up",
+    )
+    p.add_argument(
+        "--storage-option",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help="delta-rs object-store option, repeatable (e.g. AWS_REGION=eu-west-1)",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--config", type=Path, help="TOML file with [verify], [kafka], [clickhouse]")
+    return p
+
+
+def settings_from(args: argparse.Namespace) -> VerifySettings:
+    """Flags over --config file over env vars over defaults."""
+    values: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
+    flags = {
+        k: v
+        for k, v in vars(args).items()
+        if v is not None and k not in ("config", "json", "storage_option")
+    }
+    section: dict[str, Any] = values.setdefault("verify", {})
+    section.update(flags)
+    for item in args.storage_option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--storage-option {key!r} is not KEY=VALUE")
+        section.setdefault("storage_options", {})[key] = value
+    return VerifySettings(**values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        settings = settings_from(args)
+    except ValidationError as exc:
+        print(f"cdfbridge-verify: invalid settings:\n{describe(exc)}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, tomllib.TOMLDecodeError) as exc:
+        print(f"cdfbridge-verify: cannot read settings: {exc}", file=sys.stderr)
+        return 2
+    from verify.check import verify
+
+    try:
+        report = verify(settings)
+    except TransientError as exc:
+        print(f"cdfbridge-verify: {exc}", file=sys.stderr)
+        return 3
+    except CdfBridgeError as exc:
+        print(f"cdfbridge-verify: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report.as_dict(), default=str, indent=2) if args.json else report.render())
+    return 0 if report.equal else 1

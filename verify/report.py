@@ -1,0 +1,84 @@
+"""What a comparison found, as data (for tests and benchmarks) and as text (for people)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Key = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Side:
+    rows: int
+    hash: int  # sum over rows of a row hash, wrapping: independent of row order
+    distinct_keys: int
+
+
+@dataclass(frozen=True)
+class ColumnDiff:
+    column: str
+    keys: int  # keys whose value in this column differs
+    sample_key: Key
+    delta: str
+    clickhouse: str
+
+
+@dataclass(frozen=True)
+class Report:
+    source: str
+    version: int
+    target: str
+    delta: Side
+    clickhouse: Side
+    schema_problems: list[str] = field(default_factory=list)
+    lost: int = 0
+    extra: int = 0
+    wrong: int = 0
+    lost_keys: list[Key] = field(default_factory=list)
+    extra_keys: list[Key] = field(default_factory=list)
+    wrong_keys: list[Key] = field(default_factory=list)
+    columns: list[ColumnDiff] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return not self.schema_problems and self.delta == self.clickhouse
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "equal": self.equal}
+
+    def render(self) -> str:
+        lines = [
+            f"Delta {self.source} at version {self.version}: {_side(self.delta)}",
+            f"ClickHouse {self.target}: {_side(self.clickhouse)}",
+        ]
+        if self.equal:
+            return "\n".join([*lines, "equal"])
+        lines += [f"schema: {problem}" for problem in self.schema_problems]
+        lines.append(f"NOT EQUAL: {self.lost:,} lost, {self.extra:,} extra, {self.wrong:,} wrong")
+        lines += _keys("lost (in Delta, not in ClickHouse)", self.lost, self.lost_keys)
+        lines += _keys("extra (in ClickHouse, not in Delta)", self.extra, self.extra_keys)
+        lines += _keys("wrong (values differ)", self.wrong, self.wrong_keys)
+        lines += [
+            f"  {d.column}: {d.keys:,} keys, e.g. {_key(d.sample_key)}: "
+            f"Delta {d.delta}, ClickHouse {d.clickhouse}"
+            for d in self.columns
+        ]
+        return "\n".join(lines)
+
+
+def _side(side: Side) -> str:
+    duplicates = side.rows - side.distinct_keys
+    extra = f", {duplicates:,} duplicate keys" if duplicates else ""
+    return f"{side.rows:,} rows, hash {side.hash:016x}{extra}"
+
+
+def _keys(title: str, count: int, sample: list[Key]) -> list[str]:
+    if not count:
+        return []
+    more = f" and {count - len(sample):,} more" if count > len(sample) else ""
+    return [f"{title}: {', '.join(_key(k) for k in sample)}{more}"]
+
+
+def _key(key: Key) -> str:
+    return " ".join(f"{name}={value!r}" for name, value in key.items())

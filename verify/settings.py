@@ -1,0 +1,47 @@
+"""`cdfbridge-verify` settings: the shared connections plus a `verify` section
+(CDFBRIDGE_VERIFY__TABLE, ...), from flags, a TOML file or env vars."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import NoDecode
+
+from schemas.naming import default_table, default_topic
+from schemas.settings import ConnectionSettings, Section
+
+
+class VerifySection(Section):
+    table: str = Field(default="", description="Delta table path or URI, as the producer reads it")
+    topic: str = ""  # default: derived from the table, as the producer derives it
+    clickhouse_table: str = ""  # default: derived from the topic, as the consumer derives it
+    primary_key: Annotated[list[str], NoDecode] = Field(default_factory=list)  # default: ORDER BY
+    version: int | None = Field(default=None, ge=0)  # default: the last published version
+    wait_seconds: float = Field(default=0.0, ge=0)  # retry until equal, for a catching-up consumer
+    storage_options: dict[str, str] = Field(default_factory=dict)  # delta-rs object-store options
+
+    @field_validator("primary_key", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _table_given(self) -> VerifySection:
+        if not self.table:
+            raise ValueError("no Delta table: pass --table or set CDFBRIDGE_VERIFY__TABLE")
+        return self
+
+    @property
+    def topic_name(self) -> str:
+        return self.topic or default_topic(self.table)
+
+    @property
+    def target_table(self) -> str:
+        return self.clickhouse_table or default_table(self.topic_name)
+
+
+class VerifySettings(ConnectionSettings):
+    verify: VerifySection
