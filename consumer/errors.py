@@ -3,7 +3,7 @@ consumer (or, for one message, send it to the dead-letter topic)."""
 
 from __future__ import annotations
 
-from schemas.errors import ServiceUnavailableError, TerminalError
+from schemas.errors import ServiceUnavailableError, TerminalError, TransientError
 
 
 class ClickHouseUnavailableError(ServiceUnavailableError):
@@ -12,6 +12,11 @@ class ClickHouseUnavailableError(ServiceUnavailableError):
 
 class RegistryUnavailableError(ServiceUnavailableError):
     """The schema registry did not answer: retry later."""
+
+
+class NotPublishedYetError(TransientError):
+    """The registry has no schema for the topic yet: the producer has not published to it.
+    A consumer started alongside its producer waits for it."""
 
 
 class BadDataError(TerminalError):

@@ -10,8 +10,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from consumer.errors import RegistryUnavailableError
-from schemas.errors import ConfigError
+from consumer.errors import NotPublishedYetError, RegistryUnavailableError
 from schemas.naming import key_subject, value_subject
 
 MAGIC = 0
@@ -49,9 +48,9 @@ class Schemas:
     def latest_value(self, topic: str) -> tuple[int, dict[str, Any]]:
         found = self._call(lambda: self._client.get_latest_version(value_subject(topic)))
         if found is None:
-            raise ConfigError(
-                f"the registry has no subject {value_subject(topic)}: check the topic name, "
-                "or start the producer first"
+            raise NotPublishedYetError(
+                f"the registry has no subject {value_subject(topic)} yet: the producer has not "
+                "published to this topic; start it, or check the topic name"
             )
         schema = json.loads(found.schema.schema_str)
         self._by_id.setdefault(found.schema_id, schema)
@@ -67,9 +66,9 @@ class Schemas:
         """The table's ORDER BY: the configured columns, else the key schema's fields."""
         found = configured or self.key_fields(topic)
         if not found:
-            raise ConfigError(
-                f"no key schema under {key_subject(topic)} to order the table by: "
-                "set CDFBRIDGE_CONSUMER__PRIMARY_KEY to the key columns"
+            raise NotPublishedYetError(
+                f"no key schema under {key_subject(topic)} yet to order the table by: start the "
+                "producer, check the topic name, or set CDFBRIDGE_CONSUMER__PRIMARY_KEY"
             )
         return found
 
