@@ -14,6 +14,16 @@ import pytest
 from tests.endpoints import Endpoints, provide
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    faults = parser.getgroup("cdfbridge fault injection (-m faults)")
+    faults.addoption(
+        "--faults-large",
+        action="store_true",
+        help="run the fault suite at large scale: 300 commits of 20,000 rows, 5 kills each",
+    )
+    faults.addoption("--fault-seed", type=int, help="replay the fault schedule of an earlier run")
+
+
 def unique(prefix: str) -> str:
     """A name no other test or run uses: topics and databases are never shared."""
     return f"{prefix}_{uuid.uuid4().hex[:10]}"

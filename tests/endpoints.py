@@ -7,9 +7,9 @@ CDFBRIDGE_SCHEMA_REGISTRY__URL and CDFBRIDGE_CLICKHOUSE__URL (what `cdfbridge-st
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.settings import ConnectionSettings
@@ -24,6 +24,9 @@ class Endpoints:
     kafka_for_clickhouse: str
     registry_for_clickhouse: str
     origin: str  # "env", "docker" or "local stack"
+    # Stops and starts one service ("kafka", "registry", "clickhouse"), returning once it
+    # answers again; only the local stack can (env services are not ours, see _containers).
+    restart: Callable[[str], None] | None = field(default=None, compare=False)
 
 
 @contextmanager
@@ -67,6 +70,11 @@ def _local_stack() -> Iterator[Endpoints]:
     settings = StackSettings()
     already_up = {s.name for s in services.status(settings) if s.ready}
     services.up(settings)
+
+    def restart(name: str) -> None:
+        services.down(settings, [name])
+        services.up(settings, [name])
+
     try:
         yield Endpoints(
             settings.kafka_bootstrap,
@@ -75,6 +83,7 @@ def _local_stack() -> Iterator[Endpoints]:
             settings.kafka_bootstrap,
             settings.registry_url,
             "local stack",
+            restart,
         )
     finally:
         services.down(settings, [n for n in services.NAMES if n not in already_up])
@@ -105,6 +114,8 @@ def _containers() -> Iterator[Endpoints]:
             .waiting_for(HttpWaitStrategy(8123, "/ping"))
         )
         with kafka, registry, clickhouse:
+            # No restart: Docker gives a restarted container new random host ports
+            # (moby/moby#31926), and the clients here hold the old ones.
             yield Endpoints(
                 kafka.get_bootstrap_server(),
                 _url(registry, 8080) + "/apis/ccompat/v7",
