@@ -1,4 +1,4 @@
-# cdfbridge producer and consumer image: `cdfbridge-producer` or `cdfbridge-consumer`.
+# cdfbridge image: `cdfbridge-producer`, `cdfbridge-consumer` or `cdfbridge-verify`.
 FROM python:3.11-slim-bookworm
 
 # Spark needs a JRE; Maven collects the Delta and spark-avro jars at build time only.
@@ -14,6 +14,7 @@ COPY schemas schemas
 COPY producer producer
 COPY consumer consumer
 COPY stack stack
+COPY verify verify
 RUN pip install --no-cache-dir . \
     && python -m stack fetch spark \
     && apt-get purge -y maven && apt-get autoremove -y \

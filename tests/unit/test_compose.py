@@ -9,9 +9,11 @@ import yaml
 from consumer.settings import ConsumerSettings
 from producer.settings import ProducerSettings
 from schemas.settings import env_vars
+from verify.settings import VerifySettings
 
 COMPOSE = Path(__file__).parents[2] / "docker-compose.yml"
-OURS = {"demo-data", "producer", "consumer"}
+OURS = {"demo-data", "producer", "consumer", "verify"}
+ONE_SHOT = {"verify"}  # runs once and exits: nothing to health-check
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,9 @@ def test_services_use_official_images_with_pinned_versions(
 
 def test_every_service_has_a_healthcheck(services: dict[str, Any]) -> None:
     missing = [
-        name for name, spec in services.items() if not spec.get("healthcheck", {}).get("test")
+        name
+        for name, spec in services.items()
+        if name not in ONE_SHOT and not spec.get("healthcheck", {}).get("test")
     ]
     assert missing == []
 
@@ -58,6 +62,12 @@ def test_our_services_build_from_the_dockerfile_and_wait_for_healthy_dependencie
             assert condition == {"condition": "service_healthy"}
 
 
+def test_verify_runs_once_the_demo_table_stops_changing(services: dict[str, Any]) -> None:
+    needs = services["verify"]["depends_on"]
+    assert needs["demo-data"] == {"condition": "service_completed_successfully"}
+    assert "--commits" in services["demo-data"]["command"]
+
+
 def test_ports_are_published_on_loopback_only(services: dict[str, Any]) -> None:
     published = [port for spec in services.values() for port in spec.get("ports", [])]
     assert published
@@ -71,6 +81,7 @@ def test_every_env_var_set_for_our_services_is_read_by_the_code(
         "demo-data": set(),
         "producer": set(env_vars(ProducerSettings)),
         "consumer": set(env_vars(ConsumerSettings)),
+        "verify": set(env_vars(VerifySettings)),
     }
     for name in OURS:
         unread = set(services[name].get("environment", {})) - read[name]
