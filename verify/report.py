@@ -60,7 +60,7 @@ class Report:
         lines += _keys("extra (in ClickHouse, not in Delta)", self.extra, self.extra_keys)
         lines += _keys("wrong (values differ)", self.wrong, self.wrong_keys)
         lines += [
-            f"  {d.column}: {d.keys:,} keys, e.g. {_key(d.sample_key)}: "
+            f"  {d.column}: {d.keys:,} key{'s' if d.keys > 1 else ''}, e.g. {_key(d.sample_key)}: "
             f"Delta {d.delta}, ClickHouse {d.clickhouse}"
             for d in self.columns
         ]
