@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from consumer import table
 from consumer.sink import connect
 from consumer.table import Target
 from producer.progress import Progress
@@ -42,9 +43,9 @@ def verify(settings: VerifySettings) -> Report:
         while True:
             version = s.version if s.version is not None else _published(settings)
             if version != staged:
-                table = snapshot.open_version(s.table, version, s.storage_options)
-                shared, problems = _shared_columns(columns, snapshot.delta_columns(table))
-                snapshot.stage(client, staging, shared, table)
+                delta = snapshot.open_version(s.table, version, s.storage_options)
+                shared, problems = _shared_columns(columns, snapshot.delta_columns(delta))
+                snapshot.stage(client, staging, shared, delta)
                 staged = version
             report = _compare(client, s.table, version, staging, target, shared, keys, problems)
             if report.equal or time.monotonic() >= deadline:
@@ -86,17 +87,13 @@ def _published(settings: VerifySettings) -> int:
 
 
 def _target_columns(client: Any, target: Target) -> list[tuple[str, str]]:
-    rows = client.query(
-        "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = "
-        "{t:String} AND default_kind != 'MATERIALIZED' ORDER BY position",
-        parameters={"db": target.database, "t": target.table},
-    ).result_rows
-    if not rows:
+    existing = table.existing_columns(client, target)
+    if existing is None:
         raise NothingToCompareError(
             f"no ClickHouse table {target.name}: run the consumer first, or pass "
             "--clickhouse-table (and set CDFBRIDGE_CLICKHOUSE__DATABASE)"
         )
-    return [(name, kind) for name, kind in rows if name not in METADATA_COLUMNS]
+    return [(name, kind) for name, kind in existing.items() if name not in METADATA_COLUMNS]
 
 
 def _sorting_key(client: Any, target: Target) -> list[str]:
