@@ -1,23 +1,29 @@
 """One batch per partition, cut by rows, bytes or age (defaults: 100k rows or 5 s).
 
-A batch keeps the messages of one (topic, partition) in offset order, tombstones included
-so that committing moves past them; only non-null values are inserted. Messages arrive in
-chunks (one consume() call), and a chunk is split per partition with one pass and list
-slices: no per-message work beyond reading its partition and error.
+A batch keeps only the values of one (topic, partition), in offset order, and its first
+and last offset: tombstones (null values) stay in so that committing moves past them, and
+are left out of the insert. Holding the Message objects instead would cost ~0.5 KiB each
+and make the garbage collector walk them all. Messages arrive in chunks (one consume()
+call), split per partition with C-level map() and list slices: no per-message bytecode.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from operator import methodcaller
-from typing import Any
+from typing import Any, cast
+
+from confluent_kafka import Message
 
 TopicPartitionKey = tuple[str, int]
-_PARTITION = methodcaller("partition")
-_VALUE = methodcaller("value")
+# Unbound methods: four times faster in map() than methodcaller. Consumed messages
+# always have a partition and an offset.
+_PARTITION = cast(Callable[[Any], int], Message.partition)
+_OFFSET = cast(Callable[[Any], int], Message.offset)
+_VALUE = cast(Callable[[Any], bytes | None], Message.value)
 
 
 @dataclass
@@ -26,7 +32,7 @@ class PartitionBatch:
     partition: int
     first_offset: int
     last_offset: int = -1
-    messages: list[Any] = field(default_factory=list)  # confluent_kafka.Message
+    payloads: list[bytes | None] = field(default_factory=list)  # values, tombstones as None
     nbytes: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -35,19 +41,19 @@ class PartitionBatch:
         return (self.topic, self.partition)
 
     @property
+    def rows(self) -> int:
+        return len(self.payloads)
+
+    @property
     def dedup_token(self) -> str:
         """`<topic>-<partition>-<first offset>-<last offset>`: a retried insert of the same
         batch is dropped by ClickHouse."""
         return f"{self.topic}-{self.partition}-{self.first_offset}-{self.last_offset}"
 
     def values(self) -> list[bytes]:
-        """The values to insert: tombstones (null values) left out."""
-        values = list(map(_VALUE, self.messages))
-        return [v for v in values if v is not None] if None in values else values
-
-    def data_messages(self) -> list[Any]:
-        """Messages with a value, i.e. not tombstones."""
-        return [m for m in self.messages if m.value() is not None]
+        """The values to insert: tombstones left out."""
+        payloads = self.payloads
+        return [v for v in payloads if v is not None] if None in payloads else payloads  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ class Batcher:
     def cut_at(self, key: TopicPartitionKey, offset: int) -> None:
         self._cut_at[key] = offset
 
-    def extend(self, messages: Iterable[Any]) -> list[PartitionBatch]:
+    def extend(self, messages: Sequence[Any]) -> list[PartitionBatch]:
         """Buffer messages of one topic (no errors among them); returns the batches they
         completed. Consecutive messages of a partition are taken as one run, in C."""
         self.last_seen = set()
@@ -97,24 +103,23 @@ class Batcher:
                 done.append(self._close(key))
                 continue
             part, chunk = chunk[:take], chunk[take:]
-            batch.messages += part
+            batch.payloads += map(_VALUE, part)
             batch.last_offset = part[-1].offset()
             batch.nbytes += sum(map(len, part))  # len(message) is its value's length
-            full = len(batch.messages) >= self.limits.rows or batch.nbytes >= self.limits.nbytes
+            full = batch.rows >= self.limits.rows or batch.nbytes >= self.limits.nbytes
             if full or chunk or self._cut_reached(key, batch):
                 done.append(self._close(key))
         return done
 
     def _room(self, key: TopicPartitionKey, batch: PartitionBatch, chunk: list[Any]) -> int:
         """How many of `chunk` fit in `batch`: up to the row limit and the recorded cut."""
-        take = min(len(chunk), max(1, self.limits.rows - len(batch.messages)))
+        take = min(len(chunk), max(1, self.limits.rows - batch.rows))
         cut = self._cut_at.get(key)
         if cut is not None:
-            within = [i for i, m in enumerate(chunk[:take]) if m.offset() <= cut]
-            take = len(within) if within else 0
+            take = bisect_right(chunk, cut, hi=take, key=_OFFSET)  # offsets increase
             if take == 0:  # the recorded end is gone: start afresh past it
                 del self._cut_at[key]
-                if batch.messages:
+                if batch.payloads:
                     return 0
                 take = min(len(chunk), self.limits.rows)
         return take
@@ -139,16 +144,16 @@ class Batcher:
         dropped = 0
         for key in keys:
             batch = self._open.pop(key, None)
-            dropped += len(batch.messages) if batch else 0
+            dropped += batch.rows if batch else 0
             self._cut_at.pop(key, None)
         return dropped
 
     def open_keys(self) -> list[tuple[TopicPartitionKey, int]]:
         """(partition, buffered messages) of every open batch."""
-        return [(key, len(batch.messages)) for key, batch in self._open.items()]
+        return [(key, batch.rows) for key, batch in self._open.items()]
 
     def buffered_rows(self) -> int:
-        return sum(len(batch.messages) for batch in self._open.values())
+        return sum(batch.rows for batch in self._open.values())
 
     def _close(self, key: TopicPartitionKey) -> PartitionBatch:
         batch = self._open.pop(key)

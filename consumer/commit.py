@@ -54,7 +54,7 @@ class Committer:
     def start(self, batch: PartitionBatch) -> None:
         """Steps 1 and 2; call `settle` before starting the next batch."""
         assert self._inflight is None  # noqa: S101 - one write at a time keeps the order
-        if batch.messages:
+        if batch.payloads:
             intent = TopicPartition(
                 batch.topic,
                 batch.partition,

@@ -14,7 +14,7 @@ from typing import Any
 
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
-from consumer import isolate, table
+from consumer import isolate, reread, table
 from consumer.batch import PartitionBatch
 from consumer.dlq import DeadLetters
 from consumer.errors import BadDataError, ClickHouseUnavailableError
@@ -42,12 +42,14 @@ class BatchWriter:
         dead_letters: DeadLetters,
         order_by: Sequence[str],
         dedup_window: int,
+        kafka_config: dict[str, Any],
     ) -> None:
         self.sink = sink
         self.schemas = schemas
         self.dead_letters = dead_letters
         self.order_by = list(order_by)
         self.dedup_window = dedup_window
+        self.kafka_config = kafka_config  # to read a refused batch again
         self._known_headers: set[bytes] = set()
         self.columns: list[str] = []
 
@@ -61,7 +63,14 @@ class BatchWriter:
         sink = Sink(client, target, settings.registry_url_for_clickhouse())
         topic = settings.consumer.topic
         order_by = schemas.order_by(topic, settings.consumer.primary_key)
-        writer = cls(sink, schemas, dead_letters, order_by, settings.consumer.deduplication_window)
+        writer = cls(
+            sink,
+            schemas,
+            dead_letters,
+            order_by,
+            settings.consumer.deduplication_window,
+            settings.kafka.client_config(),
+        )
         writer.prepare(schemas.latest_value(topic)[1])
         return writer
 
@@ -111,7 +120,7 @@ class BatchWriter:
             self._known_headers.add(header)
 
     def _isolate(self, batch: PartitionBatch) -> Written:
-        messages = batch.data_messages()
+        messages = reread.messages(self.kafka_config, batch)
         good, poison = isolate.undecodable(messages, self.schemas)
         poison += isolate.insert_isolating(
             good,

@@ -1,41 +1,21 @@
 """Batches: one per partition, cut by rows, bytes, age, or a recorded batch end."""
 
-from dataclasses import dataclass
+from confluent_kafka import Message as KafkaMessage
 
 from consumer.batch import Batcher, Limits
 
 
-@dataclass
-class Message:
-    """What the batcher reads of a confluent_kafka.Message."""
-
-    _partition: int
-    _offset: int
-    _value: bytes | None = b"v"
-    _topic: str = "t"
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def __len__(self) -> int:  # like confluent_kafka.Message: the value's length
-        return len(self._value or b"")
+def message(partition: int, offset: int, value: bytes | None = b"v") -> KafkaMessage:
+    """A confluent_kafka.Message as consume() returns it, on topic `t`."""
+    return KafkaMessage(topic="t", partition=partition, offset=offset, value=value)
 
 
 def test_batch_closes_at_the_row_limit_per_partition() -> None:
     batcher = Batcher(Limits(rows=2))
 
-    assert batcher.add(Message(0, 10)) == []
-    assert batcher.add(Message(1, 5)) == []
-    [done] = batcher.add(Message(0, 11))
+    assert batcher.add(message(0, 10)) == []
+    assert batcher.add(message(1, 5)) == []
+    [done] = batcher.add(message(0, 11))
 
     assert (done.partition, done.first_offset, done.last_offset) == (0, 10, 11)
     assert done.dedup_token == "t-0-10-11"  # noqa: S105 - not a password
@@ -45,17 +25,17 @@ def test_batch_closes_at_the_row_limit_per_partition() -> None:
 def test_batch_closes_at_the_byte_limit() -> None:
     batcher = Batcher(Limits(nbytes=10))
 
-    assert batcher.add(Message(0, 0, b"12345")) == []
-    [done] = batcher.add(Message(0, 1, b"67890"))
+    assert batcher.add(message(0, 0, b"12345")) == []
+    [done] = batcher.add(message(0, 1, b"67890"))
 
     assert done.values() == [b"12345", b"67890"]
 
 
 def test_batch_is_due_after_its_age_limit() -> None:
     batcher = Batcher(Limits(seconds=5))
-    batcher.add(Message(0, 0))
+    batcher.add(message(0, 0))
     started = batcher.close()[0].started
-    batcher.add(Message(0, 1))
+    batcher.add(message(0, 1))
 
     assert batcher.due(now=started + 1) == []
     [done] = batcher.due(now=started + 3600)
@@ -64,8 +44,8 @@ def test_batch_is_due_after_its_age_limit() -> None:
 
 def test_tombstones_move_the_offsets_but_are_not_inserted() -> None:
     batcher = Batcher(Limits())
-    batcher.add(Message(0, 0))
-    batcher.add(Message(0, 1, None))
+    batcher.add(message(0, 0))
+    batcher.add(message(0, 1, None))
 
     [done] = batcher.close()
 
@@ -76,10 +56,10 @@ def test_recorded_batch_end_cuts_the_first_batch_after_a_restart() -> None:
     batcher = Batcher(Limits(rows=100))
     batcher.cut_at(("t", 0), 2)
 
-    batcher.add(Message(0, 0))
-    batcher.add(Message(0, 1))
-    [done] = batcher.add(Message(0, 2))
-    batcher.add(Message(0, 3))
+    batcher.add(message(0, 0))
+    batcher.add(message(0, 1))
+    [done] = batcher.add(message(0, 2))
+    batcher.add(message(0, 3))
 
     assert (done.first_offset, done.last_offset) == (0, 2)
     assert batcher.due(now=float("inf"))[0].first_offset == 3
@@ -88,9 +68,9 @@ def test_recorded_batch_end_cuts_the_first_batch_after_a_restart() -> None:
 def test_missing_recorded_end_cuts_before_the_next_offset() -> None:
     batcher = Batcher(Limits(rows=100))
     batcher.cut_at(("t", 0), 5)
-    batcher.add(Message(0, 4))
+    batcher.add(message(0, 4))
 
-    [done] = batcher.add(Message(0, 7))
+    [done] = batcher.add(message(0, 7))
 
     assert (done.first_offset, done.last_offset) == (4, 4)
 
@@ -98,7 +78,7 @@ def test_missing_recorded_end_cuts_before_the_next_offset() -> None:
 def test_a_chunk_is_split_at_the_row_limit() -> None:
     batcher = Batcher(Limits(rows=3))
 
-    done = batcher.extend([Message(p, n) for n in range(7) for p in (0, 1)])
+    done = batcher.extend([message(p, n) for n in range(7) for p in (0, 1)])
 
     assert sorted((b.partition, b.first_offset, b.last_offset) for b in done) == [
         (0, 0, 2),
@@ -111,8 +91,8 @@ def test_a_chunk_is_split_at_the_row_limit() -> None:
 
 def test_lost_partitions_are_dropped() -> None:
     batcher = Batcher(Limits())
-    batcher.add(Message(0, 0))
-    batcher.add(Message(1, 0))
+    batcher.add(message(0, 0))
+    batcher.add(message(1, 0))
 
     assert batcher.drop([("t", 0)]) == 1
     assert [b.partition for b in batcher.close()] == [1]
