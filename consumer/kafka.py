@@ -30,6 +30,9 @@ def consumer_config(client_config: Mapping[str, Any], group: str) -> dict[str, A
         "queued.max.messages.kbytes": 128 * 1024,  # the bound on prefetched memory
         "fetch.queue.backoff.ms": 0,
         "fetch.wait.max.ms": 100,  # an idle partition answers (and reports its end) sooner
+        # The end of a partition cuts its batch early (consumer/batch.py) and tells
+        # --until-caught-up when to stop.
+        "enable.partition.eof": True,
     }
 
 

@@ -30,8 +30,13 @@ from schemas.naming import dlq_topic
 
 log = logging.getLogger(__name__)
 FETCH = 10_000  # messages per consume() call
-# consume() waits this long for FETCH messages, so a trickle is still batched promptly.
+# consume() waits this long for FETCH messages, so a trickle is still batched promptly;
+# shorter while a write is under way, so that the next one starts soon after it.
 POLL_S = 0.1
+BUSY_POLL_S = 0.005
+# Closed batches that may wait for ClickHouse while Kafka is read on; past this the loop
+# waits for the writes instead, which bounds memory.
+QUEUED = 4
 
 
 class Pipeline:
@@ -73,9 +78,7 @@ class Pipeline:
             return
         kafka = self.settings.kafka.client_config()
         ensure_topic(kafka, dlq_topic(self.topic))
-        consumer = Consumer(
-            {**consumer_config(kafka, self.group), "enable.partition.eof": self.until_caught_up}
-        )
+        consumer = Consumer(consumer_config(kafka, self.group))
         self.committer = Committer(consumer, writer, self.dead_letters, self.metrics)
         if self.until_caught_up:
             partitions = consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions
@@ -106,7 +109,8 @@ class Pipeline:
             paused = True
         # While paused, consume() still serves rebalances and may return a few messages
         # fetched before the pause: they are buffered like any other.
-        messages = consumer.consume(FETCH, timeout=POLL_S)
+        busy = bool(self._pending) or self.committer.inflight is not None
+        messages = consumer.consume(FETCH, timeout=BUSY_POLL_S if busy else POLL_S)
         self.metrics.polled()
         if messages and self._first_message is None:
             self._first_message = time.monotonic()
@@ -120,24 +124,29 @@ class Pipeline:
             self._event(event)
         self._pending += self.batcher.due()
         if not paused:
-            self._flush_pending()
+            self._flush_pending(QUEUED)
         self.metrics.buffered.set(self.batcher.buffered_rows())
 
     def _event(self, event: Any) -> None:
         error = event.error()
         if error.code() == KafkaError._PARTITION_EOF:
-            self._eof.add((event.topic(), event.partition()))
+            key = (event.topic(), event.partition())
+            self._eof.add(key)
+            self._pending += self.batcher.ended(key)
         elif error.fatal():
             raise KafkaException(error)
         else:
             log.warning("kafka error", extra={"error": str(error)})
 
-    def _flush_pending(self) -> None:
-        """Start the pending batches' writes in order, each after the previous committed."""
+    def _flush_pending(self, queued: int = 0) -> None:
+        """Start the pending batches' writes in order, each after the previous committed.
+        Waits for the write in flight only while more than `queued` batches are pending."""
         assert self.committer is not None  # noqa: S101 - set by run()
         while self._pending:
-            if self._requeue(self.committer.settle()):
+            if self._requeue(self.committer.settle(wait=len(self._pending) > queued)):
                 return
+            if self.committer.inflight is not None:
+                return  # still writing: Kafka is read on meanwhile
             batch = self._pending.pop(0)
             try:
                 self.committer.start(batch)

@@ -96,3 +96,13 @@ def test_lost_partitions_are_dropped() -> None:
 
     assert batcher.drop([("t", 0)]) == 1
     assert [b.partition for b in batcher.close()] == [1]
+
+
+def test_a_partition_read_to_its_end_cuts_a_batch_of_a_tenth_of_the_row_limit() -> None:
+    batcher = Batcher(Limits(rows=100))
+    batcher.extend([message(0, n) for n in range(10)] + [message(1, n) for n in range(9)])
+
+    [done] = batcher.ended(("t", 0))
+
+    assert (done.partition, done.rows) == (0, 10)
+    assert batcher.ended(("t", 1)) == []  # a trickle waits for the age limit
