@@ -145,6 +145,7 @@ def test_no_change_is_lost_or_doubled_through_kills_and_restarts(
         for name, p in processes.items():
             print(f"{name}: {p.history}")
 
+    print(report.render())
     assert report.equal, f"seed {seed}:\n{report.render()}"
     assert (report.lost, report.extra) == (0, 0)
     assert codes == {"producer": 0, "consumer": 0}, (producer.tail(), consumer.tail())
@@ -159,6 +160,7 @@ def assert_no_duplicate_key_versions(endpoints: Endpoints, topic: str, seed: int
         if r.value is not None
     )
     duplicates = {kv: n for kv, n in seen.items() if n > 1}
+    print(f"topic {topic}: {len(records):,} committed records, {len(duplicates)} duplicated")
     assert records and not duplicates, (
         f"seed {seed}: {len(duplicates)} duplicated, e.g. {list(duplicates.items())[:5]}"
     )
