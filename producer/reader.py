@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +33,7 @@ class Slice:
     chunk: Chunk
     index: int  # 0 .. chunk.slices - 1
     rows: pa.Table  # key, value, _order, ... sorted by _order
+    read_s: float = 0.0  # Spark time spent on it: schema lookups, planning, scan, encode
 
     @property
     def last_of_chunk(self) -> bool:
@@ -55,6 +57,7 @@ class Reader(threading.Thread):
         self.next_version, self.snapshot_at, self.stop = start, snapshot_at, stop
         self.out: queue.Queue[Slice | BaseException | None] = queue.Queue(maxsize=1)
         self.latest = -1
+        self._known: tuple[int, dict[str, Any]] | None = None  # last table schema looked up
 
     def run(self) -> None:
         try:
@@ -78,6 +81,9 @@ class Reader(threading.Thread):
             self.stop.wait(self.config.poll_interval_s)
             return True
         estimates = self.source.row_estimates(self.next_version, last, self.latest)
+        began = time.monotonic()
+        schema = self._schema_of_range(self.next_version, last)
+        lookup_s = time.monotonic() - began
         for chunk in plan(
             self.next_version,
             last,
@@ -85,20 +91,44 @@ class Reader(threading.Thread):
             self.config.max_rows_per_chunk,
             self.config.max_versions_per_chunk,
         ):
-            self._emit_changes(chunk)
-            self.next_version = chunk.last + 1
+            self._emit_changes(chunk, schema, lookup_s)
+            self.next_version, lookup_s = chunk.last + 1, 0.0
             if self.stop.is_set():
                 break
         return True
 
-    def _emit_changes(self, chunk: Chunk) -> None:
-        if chunk.first != chunk.last:  # a schema change inside the chunk is checked too
-            self._use_schema(chunk.first)
-        self._use_schema(chunk.last)
+    def _schema_of_range(self, first: int, last: int) -> dict[str, Any] | None:
+        """The table schema of every version first..last if they share one, else None.
+
+        Equal schemas at both ends mean no change in between: Delta refuses a Change Data
+        Feed read across a metadata change its read schema cannot represent, so a column
+        added and then dropped inside the range still stops the read.
+        """
+        end = self._table_schema(last)
+        if first == last:
+            return end
+        known = self._known
+        start = known[1] if known and known[0] == first - 1 else self._table_schema(first)
+        self._known = (last, end)
+        return end if start == end else None
+
+    def _table_schema(self, version: int) -> dict[str, Any]:
+        schema = self.source.schema_json(version)
+        self._known = (version, schema)
+        return schema
+
+    def _emit_changes(self, chunk: Chunk, schema: dict[str, Any] | None, read_s: float) -> None:
+        began = time.monotonic() - read_s
+        if schema is None:  # the range's schema changed: check each chunk's ends
+            if chunk.first != chunk.last:
+                self._use_schema(chunk.first, self._table_schema(chunk.first))
+            schema = self._table_schema(chunk.last)
+        self._use_schema(chunk.last, schema)
         frame = self.source.changes(chunk.first, chunk.last)
         try:
             for index, rows in enumerate(self._slices(frame, chunk)):
-                self._put(Slice(chunk, index, rows))
+                self._put(Slice(chunk, index, rows, time.monotonic() - began))
+                began = time.monotonic()
         except Exception as exc:
             if unavailable(exc):
                 raise VersionUnavailableError(
@@ -109,7 +139,7 @@ class Reader(threading.Thread):
             raise
 
     def _emit_snapshot(self, version: int) -> None:
-        self._use_schema(version)
+        self._use_schema(version, self._table_schema(version))
         frame = snapshot_changes(
             self.source.snapshot(version), version, self.source.commit_timestamp(version)
         )
@@ -144,8 +174,7 @@ class Reader(threading.Thread):
             version = rows.column(ORDER)[first].as_py() // 2
             raise NullKeyError(self.source.table, version, self.config.primary_key)
 
-    def _use_schema(self, version: int) -> None:
-        table_schema = self.source.schema_json(version)
+    def _use_schema(self, version: int, table_schema: dict[str, Any]) -> None:
         name = self.schemas.topic
         self.schemas.use(
             key_schema(table_schema, self.config.primary_key, name),

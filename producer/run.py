@@ -88,9 +88,9 @@ def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threadi
     bar, total = metrics.ProgressBar(), 0
     while (first := _next(reader)) is not None:
         chunk = first.chunk
-        began = time.monotonic()
+        began, read_s = time.monotonic(), [0.0]
         try:
-            rows = publisher.publish(_batches(first, reader), chunk.last, stop.is_set)
+            rows = publisher.publish(_batches(first, reader, read_s), chunk.last, stop.is_set)
         except InterruptedError:
             rows = None
         if rows is None:
@@ -107,6 +107,7 @@ def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threadi
             rows=rows,
             rows_per_s=round(rows / seconds) if seconds else None,
             transaction_ms=round(seconds * 1000),
+            read_ms=round(read_s[0] * 1000),  # Spark, in the reader thread, ahead of the send
         )
         bar.show(chunk.last, reader.latest, total)
     bar.done()
@@ -125,10 +126,14 @@ def _next(reader: Reader) -> Slice | None:
         return item
 
 
-def _batches(first: Slice, reader: Reader) -> Iterator[pa.RecordBatch]:
-    """Every batch of first's chunk, pulling its further slices from the reader."""
+def _batches(first: Slice, reader: Reader, read_s: list[float]) -> Iterator[pa.RecordBatch]:
+    """Every batch of first's chunk, pulling its further slices from the reader.
+
+    read_s[0] adds up the Spark time of the chunk's slices.
+    """
     current: Slice | None = first
     while current is not None:
+        read_s[0] += current.read_s
         yield from current.rows.to_batches(max_chunksize=BATCH_ROWS)
         if current.last_of_chunk:
             return
