@@ -124,8 +124,8 @@ class Reader(threading.Thread):
                 self._use_schema(chunk.first, self._table_schema(chunk.first))
             schema = self._table_schema(chunk.last)
         self._use_schema(chunk.last, schema)
-        frame = self.source.changes(chunk.first, chunk.last)
         try:
+            frame = self.source.changes(chunk.first, chunk.last)
             for index, rows in enumerate(self._slices(frame, chunk)):
                 self._put(Slice(chunk, index, rows, time.monotonic() - began))
                 began = time.monotonic()

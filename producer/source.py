@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from producer.cdf import DirectChangeFeed
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.plan import estimate_rows
 
@@ -37,6 +38,7 @@ class DeltaSource:
         self.spark = spark
         self.table = table
         self._delta = self._open()
+        self._direct = DirectChangeFeed(spark, self._delta) if is_path(table) else None
 
     @property
     def sql_name(self) -> str:
@@ -99,6 +101,10 @@ class DeltaSource:
         return {int(r[0]): estimate_rows(r[1]) for r in rows}
 
     def changes(self, first: int, last: int) -> DataFrame:
+        """Changes of versions first..last, with the table's latest schema."""
+        frame = self._direct.read(first, last) if self._direct else None
+        if frame is not None:
+            return frame
         return self._read(
             readChangeFeed="true", startingVersion=str(first), endingVersion=str(last)
         )
