@@ -61,3 +61,13 @@ class UnreachableError(ServiceUnavailableError):
             f"{service} at {where} did not answer after {attempts} attempts ({cause}); check "
             "that it runs and that the address in the settings is right"
         )
+
+
+class SparkUnavailableError(ServiceUnavailableError):
+    def __init__(self, master: str, attempts: int, cause: str) -> None:
+        self.master = master
+        super().__init__(
+            f"Spark master {master} did not answer after {attempts} attempts ({cause}); check "
+            "that the master runs and that this host reaches it, or fix --master "
+            "(CDFBRIDGE_SPARK__MASTER; local[*] runs Spark in this process)"
+        )

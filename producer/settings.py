@@ -15,6 +15,8 @@ from schemas.settings import ENV_PREFIX, ConnectionSettings, Section
 
 class SparkSection(Section):
     master: str = "local[*]"
+    # Tries to reach the master and start the session, with back-off (1, 2, 4 ... 30 s).
+    start_attempts: int = Field(default=5, gt=0)
     # Any Spark or Hadoop setting, e.g. {"spark.hadoop.fs.s3a.endpoint": "..."}.
     conf: dict[str, str] = Field(default_factory=dict)
     # Delta and spark-avro jars for spark.jars; unset: the stack's (cdfbridge-stack fetch).

@@ -67,11 +67,20 @@ def _artifact(file_name: str) -> str:
 
 
 def session_for(settings: SparkSection) -> SparkSession:
-    """The producer's session: the settings' master and conf, Delta jars from the stack."""
+    """The producer's session: the settings' master and conf, Delta jars from the stack.
+
+    Retried with back-off while the master cannot be reached; SparkUnavailableError after
+    settings.start_attempts tries.
+    """
+    from producer.master import start_with_retries
     from stack.fetch import lib_dir
     from stack.settings import StackSettings
 
     jars = settings.jars_dir or lib_dir(StackSettings(), "spark")
-    return build_spark_session(
-        "cdfbridge-producer", settings.master, settings.conf, jars if jars.is_dir() else None
+    return start_with_retries(
+        settings.master,
+        lambda: build_spark_session(
+            "cdfbridge-producer", settings.master, settings.conf, jars if jars.is_dir() else None
+        ),
+        settings.start_attempts,
     )

@@ -1,5 +1,7 @@
 """Bad input stops the producer with a message naming the problem and the fix."""
 
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -137,3 +139,28 @@ def test_unreachable_registry_is_retried_then_named() -> None:
         UnreachableError, match=r"schema registry at http://127\.0\.0\.1:9/.* 2 attempts"
     ):
         schemas.use(key, key, version=1)
+
+
+def test_unreachable_spark_master_is_retried_then_named_with_exit_code_3(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    from producer.cli import main
+
+    with socket.socket() as s:  # a port nothing listens on once the socket is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    master = f"spark://127.0.0.1:{port}"
+    config = tmp_path / "producer.toml"
+    config.write_text("[spark]\nstart_attempts = 2\n")
+
+    began = time.monotonic()
+    code = main(
+        ["--table", str(tmp_path / "t"), "--primary-key", "id", "--master", master]
+        + ["--config", str(config), "--metrics-port", "0"]
+    )
+
+    assert code == 3
+    message = capsys.readouterr().err
+    assert f"Spark master {master} did not answer after 2 attempts" in message
+    assert "fix --master" in message
+    assert time.monotonic() - began < 10  # one 1 s back-off, no Spark registration timeout

@@ -1,0 +1,85 @@
+"""Starting the producer's SparkSession, retried with back-off while its master cannot be reached.
+
+A standalone master that does not answer only fails SparkContext after about a minute of
+Spark's own registration retries, so the master's address is probed first: a refused or
+timed-out connection is known in milliseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from producer.errors import SparkUnavailableError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("cdfbridge.producer")
+STANDALONE_PORT = 7077
+PROBE_TIMEOUT_S = 5.0
+
+
+def start_with_retries(
+    master: str, start: Callable[[], SparkSession], attempts: int, max_backoff_s: float = 30.0
+) -> SparkSession:
+    """start() once master answers; SparkUnavailableError after attempts failed tries."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    attempt = 1
+    while True:
+        try:
+            probe(master)
+            return start()
+        except (OSError, PySparkException, Py4JError) as exc:
+            cause = _first_line(exc)
+            if attempt >= attempts:
+                raise SparkUnavailableError(master, attempt, cause) from exc
+            backoff = min(2.0 ** (attempt - 1), max_backoff_s)
+            log.warning("Spark master %s: %s; retrying in %.0f s", master, cause, backoff)
+            time.sleep(backoff)
+            attempt += 1
+
+
+def probe(master: str) -> None:
+    """Raise OSError unless one of master's addresses accepts a TCP connection.
+
+    Only spark:// (standalone, possibly several hosts) and k8s:// masters have an address;
+    local[*], yarn and the like are left to Spark.
+    """
+    addresses = master_addresses(master)
+    errors = []
+    for host, port in addresses:
+        try:
+            socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+            return
+        except OSError as exc:
+            errors.append(f"{host}:{port}: {exc.strerror or exc}")
+    if errors:
+        raise ConnectionError("; ".join(errors))
+
+
+def master_addresses(master: str) -> list[tuple[str, int]]:
+    """(host, port) of each master named in the URL; empty when it names none."""
+    if master.startswith("spark://"):
+        hosts = master.removeprefix("spark://").split(",")
+        return [_host_port(f"spark://{h}", STANDALONE_PORT) for h in hosts if h]
+    if master.startswith("k8s://"):
+        api = master.removeprefix("k8s://")
+        return [_host_port(api if "://" in api else f"https://{api}", 443)]
+    return []
+
+
+def _host_port(url: str, default_port: int) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or default_port
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
