@@ -7,6 +7,7 @@ buffered batches, commit them and return.
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import threading
@@ -263,6 +264,10 @@ class Pipeline:
 
 def run(settings: ConsumerSettings, *, until_caught_up: bool = False) -> Pipeline:
     """The consumer process: serve metrics, consume, and drain on SIGTERM or SIGINT."""
+    # consume() allocates an object per message: collecting the young generation every
+    # 700 allocations (the default) took a fifth of the loop's time; objects are freed by
+    # reference counting anyway, the collector only finds cycles.
+    gc.set_threshold(100_000, 10, 10)
     pipeline = Pipeline(settings, until_caught_up=until_caught_up)
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
