@@ -1,7 +1,8 @@
 """Write one partition batch to ClickHouse: evolve the table, insert, isolate poison.
 
-No per-row Python bytecode on the happy path: values and their 5-byte headers (to spot
-new schema ids) are gathered with map(); ClickHouse decodes the Avro.
+No per-row Python bytecode on the happy path: the batch already holds the values, their
+5-byte headers (to spot new schema ids) are gathered with map(); ClickHouse decodes the
+Avro.
 """
 
 from __future__ import annotations
