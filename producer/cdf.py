@@ -1,15 +1,17 @@
-"""A path table's Change Data Feed as a columnar DataFrame, without Delta's row-based relation.
+"""A path table's Change Data Feed as a columnar DataFrame, without Delta's Row-based relation.
 
 `spark.read.option("readChangeFeed", ...)` wraps the feed in DeltaCDFRelation, whose scan
 turns every row into a JVM `Row` object and back; that alone made encoding a chunk take about
 twice as long. Delta's CDCReader.changesToBatchDF builds the same DataFrame (same rows, same
 schema: the table's latest, as Delta's default batch read uses) straight from the files.
-It is Delta-internal, so when the running Delta lacks it the public reader is used.
+The table's head version comes from the same log handle, without history(1)'s Spark job.
+Both are Delta-internal, so when the running Delta lacks them the public API is used.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,32 +28,56 @@ class DirectChangeFeed:
 
     def read(self, first: int, last: int) -> DataFrame | None:
         """Changes of versions first..last; None when this Delta has no such internal API."""
+        from pyspark.sql import DataFrame
+
+        jdf = self._call(lambda: self._changes(first, last))
+        return None if jdf is None else DataFrame(jdf, self.spark)
+
+    def latest_version(self) -> int | None:
+        """The table's head from its log, without the Spark job history(1) costs."""
+        version = self._call(lambda: self._log.update(False, self._none, self._none).version())
+        return None if version is None else int(version)
+
+    @property
+    def _none(self) -> Any:
+        return self.spark._jvm.scala.Option.empty()  # type: ignore[union-attr]
+
+    def _changes(self, first: int, last: int) -> Any:
+        jvm: Any = self.spark._jvm
+        none, some = self._none, jvm.scala.Option.apply
+        reader = getattr(
+            getattr(jvm.org.apache.spark.sql.delta.commands.cdc, "CDCReader$"), "MODULE$"
+        )
+        latest = self._log.update(False, none, none)
+        start = self._log.getSnapshotAt(first, none, none, False)
+        if _column_mapping(latest) or _column_mapping(start):
+            return None  # the public reader picks the schema mode for those
+        return reader.changesToBatchDF(
+            self._log,
+            first,
+            last,
+            self.spark._jsparkSession,
+            none,
+            some(latest),
+            False,
+            some(start),
+        )
+
+    def _call(self, call: Callable[[], Any]) -> Any:
+        """call() through py4j; None once this Delta turns out not to have what it uses."""
         from py4j.protocol import Py4JError, Py4JJavaError
         from pyspark.errors.exceptions.captured import convert_exception
-        from pyspark.sql import DataFrame
 
         if not self.available:
             return None
-        jvm: Any = self.spark._jvm
-        none = jvm.scala.Option.empty()
         try:
-            cdc = jvm.org.apache.spark.sql.delta.commands.cdc
-            reader = getattr(getattr(cdc, "CDCReader$"), "MODULE$")  # the Scala object
-            latest = self._log.update(False, none, none)
-            start = self._log.getSnapshotAt(first, none, none, False)
-            if _column_mapping(latest) or _column_mapping(start):
-                return None  # the public reader picks the schema mode for those
-            jdf = reader.changesToBatchDF(
-                self._log, first, last, self.spark._jsparkSession, none,
-                jvm.scala.Option.apply(latest), False, jvm.scala.Option.apply(start),
-            )  # fmt: skip
+            return call()
         except Py4JJavaError as exc:  # Delta's own error, e.g. versions gone: as pyspark raises it
             raise convert_exception(exc.java_exception) from exc
         except Py4JError as exc:
-            log.warning("reading the Change Data Feed through Delta's public reader: %s", exc)
+            log.warning("using Delta's public API instead of its log: %s", exc)
             self.available = False
             return None
-        return DataFrame(jdf, self.spark)
 
 
 def _column_mapping(snapshot: Any) -> bool:

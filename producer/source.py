@@ -60,11 +60,15 @@ class DeltaSource:
         return reader.load(self.table) if is_path(self.table) else reader.table(self.table)
 
     def latest_version(self) -> int:
+        latest = self._direct.latest_version() if self._direct else None
+        if latest is not None:
+            return latest
         return int(self._delta.history(1).select("version").first()[0])
 
     def check_change_feed(self) -> None:
-        properties = self._delta.detail().select("properties").first()[0] or {}
-        if str(properties.get(CDF_PROPERTY, "false")).lower() != "true":
+        # SHOW TBLPROPERTIES answers from the log; detail() costs a Spark job (5 s when cold).
+        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name} ({CDF_PROPERTY})").collect()
+        if not rows or str(rows[0]["value"]).lower() != "true":
             raise ChangeFeedDisabledError(self.table, self.sql_name)
 
     def schema_json(self, version: int) -> dict[str, Any]:
