@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,11 @@ class DeltaSource:
 
     @property
     def sql_name(self) -> str:
-        return f"delta.`{self.table}`" if is_path(self.table) else self.table
+        """The table in SQL; Delta only takes absolute paths there."""
+        if not is_path(self.table):
+            return self.table
+        path = self.table if ":" in self.table else os.path.abspath(self.table)
+        return f"delta.`{path}`"
 
     def _open(self) -> Any:
         from delta.tables import DeltaTable

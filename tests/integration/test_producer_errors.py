@@ -1,5 +1,6 @@
 """Bad input stops the producer with a message naming the problem and the fix."""
 
+import os
 import socket
 import time
 from typing import Any
@@ -27,6 +28,16 @@ def test_table_without_change_feed_names_the_alter_table(
 
     with pytest.raises(ChangeFeedDisabledError, match=r"ALTER TABLE delta\.`.*` SET TBLPROPERTIES"):
         publish(spark, endpoints, delta_path, "id", until_version=0)
+
+
+def test_relative_table_path_is_checked_and_named_absolute(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create_table(spark, delta_path, cdf=False)
+    relative = os.path.relpath(delta_path)  # from the working directory Spark shares
+
+    with pytest.raises(ChangeFeedDisabledError, match=rf"ALTER TABLE delta\.`{delta_path}`"):
+        publish(spark, endpoints, relative, "id", until_version=0)
 
 
 def test_unknown_table_is_named(spark: Any, endpoints: Endpoints, tmp_path: Any) -> None:
