@@ -31,6 +31,7 @@ import fastavro
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from output import bars, save
 
 from consumer import kafka_engine
 from consumer.settings import ConsumerSection, ConsumerSettings
@@ -73,6 +74,19 @@ def main() -> None:
         )
         print(f"kafka engine   : {engine_rps:>9,.0f} rows/s")
         print(f"ratio python / kafka engine: {python.rows_per_s / engine_rps:.2f}x")
+        result = {
+            "rows": args.rows,
+            "partitions": args.partitions,
+            "consumer_rows_per_s": round(python.rows_per_s),
+            "consumer_peak_rss_mib": round(python.peak_rss_mib),
+            "kafka_engine_rows_per_s": round(engine_rps),
+            "ratio": round(python.rows_per_s / engine_rps, 2),
+        }
+        draw = bars(
+            ["cdfbridge-consumer", "Kafka engine"], [python.rows_per_s, engine_rps], "rows/s"
+        )
+        paths = save("consumer", result, draw, f"{args.rows:,} rows into ClickHouse")
+        print(f"wrote {paths[0]} and {paths[1]}")
     finally:
         clickhouse.command(f"DROP DATABASE IF EXISTS `{database}` SYNC")
         for future in admin.delete_topics([topic, f"{topic}.dlq"]).values():

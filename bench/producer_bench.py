@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
+from output import bars, save, table
 
 from producer.generate import SCHEMA
 
@@ -135,7 +136,6 @@ def main() -> None:
     )
     p.add_argument("--rows", type=int, action="append", help="backlog size; repeatable")
     p.add_argument("--dir", type=Path, default=Path(".stack/bench"), help="where tables are kept")
-    p.add_argument("--json", type=Path, default=Path("bench/results/producer.json"))
     args = p.parse_args()
     results = []
     for rows in args.rows or [1_000_000]:
@@ -145,19 +145,16 @@ def main() -> None:
         results.append(result)
         print(json.dumps(result), flush=True)
     header = ("backlog", "rows", "wall s", "rows/s wall", "rows/s publishing", "peak RSS MiB")
-    print("\n" + " | ".join(header))
-    for r in results:
-        cells = (
-            r["backlog_inserts"],
-            r["rows"],
-            r["wall_s"],
-            r["rows_per_s_wall"],
-            r["rows_per_s_publishing"],
-            r["peak_rss_mib"],
-        )
-        print(" | ".join(f"{c:,}" if isinstance(c, int) else str(c) for c in cells))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2))
+    keys = ("backlog_inserts", "rows", "wall_s", "rows_per_s_wall", "rows_per_s_publishing")
+    print("\n" + table(header, [[r[k] for k in (*keys, "peak_rss_mib")] for r in results]))
+    labels = [
+        f"{r['backlog_inserts'] // 1000:,}k {kind}"
+        for r in results
+        for kind in ("wall", "publishing")
+    ]
+    values = [r[f"rows_per_s_{kind}"] for r in results for kind in ("wall", "publishing")]
+    paths = save("producer", results, bars(labels, values, "rows/s"), "producer rows/s")
+    print(f"\nwrote {paths[0]} and {paths[1]}")
 
 
 if __name__ == "__main__":

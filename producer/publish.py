@@ -31,15 +31,17 @@ class Publisher:
         self.progress = Progress(kafka_config, topic)
         self._producer = Producer(
             {
-                **kafka_config,
-                "transactional.id": self.transactional_id,
-                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-                "enable.idempotence": True,
-                "partitioner": "murmur2_random",  # the Java clients' partitioner: same key, same partition
+                # Throughput defaults; CDFBRIDGE_KAFKA__PROPERTIES may tune them.
                 "linger.ms": 20,
                 "batch.size": 1_000_000,
                 "queue.buffering.max.messages": 1_000_000,
                 "compression.type": "lz4",
+                **kafka_config,
+                # What exactly-once and per-key ordering rest on: never overridden.
+                "transactional.id": self.transactional_id,
+                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+                "enable.idempotence": True,
+                "partitioner": "murmur2_random",  # the Java clients' partitioner: same key, same partition
             }
         )
 
