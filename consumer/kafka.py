@@ -15,21 +15,23 @@ def consumer_config(client_config: Mapping[str, Any], group: str) -> dict[str, A
     """Offsets are committed by hand, after ClickHouse has the rows; uncommitted
     transactions are never read; rebalances move only the partitions that change owner."""
     return {
+        # Prefetch whole batches' worth without pausing: librdkafka otherwise backs off for
+        # a second whenever a partition's queue holds 100k messages. Settings may tune these
+        # (CDFBRIDGE_KAFKA__PROPERTIES).
+        "fetch.max.bytes": 64 * 1024 * 1024,
+        "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        "queued.min.messages": 1_000_000,
+        "queued.max.messages.kbytes": 128 * 1024,  # per partition: the bound on prefetch memory
+        "fetch.queue.backoff.ms": 0,
+        "fetch.wait.max.ms": 100,  # an idle partition answers (and reports its end) sooner
         **client_config,
+        # What the commit-after-insert guarantee rests on: never overridden.
         "group.id": group,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "isolation.level": "read_committed",
         "partition.assignment.strategy": "cooperative-sticky",
         "auto.offset.reset": "earliest",
-        # Prefetch whole batches' worth without pausing: librdkafka otherwise backs off for
-        # a second whenever a partition's queue holds 100k messages.
-        "fetch.max.bytes": 64 * 1024 * 1024,
-        "max.partition.fetch.bytes": 8 * 1024 * 1024,
-        "queued.min.messages": 1_000_000,
-        "queued.max.messages.kbytes": 128 * 1024,  # the bound on prefetched memory
-        "fetch.queue.backoff.ms": 0,
-        "fetch.wait.max.ms": 100,  # an idle partition answers (and reports its end) sooner
         # The end of a partition cuts its batch early (consumer/batch.py) and tells
         # --until-caught-up when to stop.
         "enable.partition.eof": True,
