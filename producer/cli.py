@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from producer.errors import FencedError
 from producer.settings import ProducerSettings
-from schemas.errors import CdfBridgeError, TransientError
-from schemas.settings import describe, env_vars
+from schemas.cli import run_command
+from schemas.settings import env_vars
 
 EXIT_CODES = """\
 exit codes:
@@ -98,25 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(message)s")
     for chatty in ("py4j", "httpx2"):  # a line per Spark call and per registry request
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
-    try:
-        settings = settings_from(args)
-    except ValidationError as exc:
-        print(f"cdfbridge-producer: invalid settings:\n{describe(exc)}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError, tomllib.TOMLDecodeError) as exc:
-        print(f"cdfbridge-producer: cannot read settings: {exc}", file=sys.stderr)
-        return 2
+    return run_command("cdfbridge-producer", lambda: settings_from(args), _run, [(FencedError, 4)])
+
+
+def _run(settings: ProducerSettings) -> int:
     from producer.run import run
 
-    try:
-        run(settings)
-    except FencedError as exc:
-        print(f"cdfbridge-producer: {exc}", file=sys.stderr)
-        return 4
-    except TransientError as exc:
-        print(f"cdfbridge-producer: {exc}", file=sys.stderr)
-        return 3
-    except CdfBridgeError as exc:
-        print(f"cdfbridge-producer: {exc}", file=sys.stderr)
-        return 1
+    run(settings)
     return 0

@@ -5,15 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from schemas.errors import CdfBridgeError, TransientError
-from schemas.settings import describe, env_vars
+from schemas.cli import run_command
+from schemas.settings import env_vars
 from verify.settings import VerifySettings
 
 EXIT_CODES = """\
@@ -80,23 +77,12 @@ def settings_from(args: argparse.Namespace) -> VerifySettings:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    try:
-        settings = settings_from(args)
-    except ValidationError as exc:
-        print(f"cdfbridge-verify: invalid settings:\n{describe(exc)}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError, tomllib.TOMLDecodeError) as exc:
-        print(f"cdfbridge-verify: cannot read settings: {exc}", file=sys.stderr)
-        return 2
-    from verify.check import verify
 
-    try:
+    def compare(settings: VerifySettings) -> int:
+        from verify.check import verify
+
         report = verify(settings)
-    except TransientError as exc:
-        print(f"cdfbridge-verify: {exc}", file=sys.stderr)
-        return 3
-    except CdfBridgeError as exc:
-        print(f"cdfbridge-verify: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(report.as_dict(), default=str, indent=2) if args.json else report.render())
-    return 0 if report.equal else 1
+        print(json.dumps(report.as_dict(), default=str, indent=2) if args.json else report.render())
+        return 0 if report.equal else 1
+
+    return run_command("cdfbridge-verify", lambda: settings_from(args), compare)
