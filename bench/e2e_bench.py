@@ -29,7 +29,7 @@ import target
 from deltalake import DeltaTable
 from output import RESULTS, bars, save, table
 from producer_bench import build_table
-from stages import PeakRss, start
+from stages import PeakRss, backfill, start
 
 from schemas.settings import ConnectionSettings
 from verify.check import verify
@@ -67,23 +67,7 @@ def pipeline(
     env = {**os.environ, "CDFBRIDGE_CLICKHOUSE__DATABASE": database}
     logs = RESULTS / "logs"
     began = time.monotonic()
-    producer = start(
-        [
-            "producer",
-            "--table",
-            str(path),
-            "--primary-key",
-            "id",
-            "--topic",
-            topic,
-            "--until-version",
-            str(last),
-            "--metrics-port",
-            "0",
-        ],
-        env,
-        logs / f"{topic}.producer.log",
-    )
+    producer = start(backfill(str(path), topic, last), env, logs / f"{topic}.producer.log")
     consumer = start(
         ["consumer", "--topic", topic, "--table", "pipeline", "run"],
         {**env, "CDFBRIDGE_CONSUMER__METRICS_PORT": "0"},

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import subprocess
 import sys
 import time
@@ -26,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from output import bars, save, table
+from stages import PeakRss, backfill
 
 from producer.generate import SCHEMA
 
@@ -63,48 +62,20 @@ def build_table(path: Path, rows: int) -> int:
     return int(DeltaTable(str(path)).version())
 
 
-def tree_rss_kib(pid: int) -> int:
-    """RSS of pid and all its descendants."""
-    total, pending = 0, [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total += int(re.search(r"VmRSS:\s+(\d+)", status)[1]) if "VmRSS" in status else 0  # type: ignore[index]
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        pending += [int(c) for c in children]
-    return total
-
-
 def publish(path: Path, last_version: int) -> dict[str, float]:
     topic = f"bench.producer.{uuid.uuid4().hex[:8]}"
-    command = [
-        sys.executable,
-        "-m",
-        "producer",
-        "--table",
-        str(path),
-        "--primary-key",
-        "id",
-        "--topic",
-        topic,
-        "--until-version",
-        str(last_version),
-        "--metrics-port",
-        "0",
-    ]
     began = time.monotonic()
     proc = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
-        command, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
+        [sys.executable, "-m", *backfill(str(path), topic, last_version)],
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, tree_rss_kib(proc.pid))
-        time.sleep(0.2)
+    peak = PeakRss(proc.pid)
+    peak.start()
+    log = proc.stderr.read() if proc.stderr else ""  # until the producer exits
+    proc.wait()
+    peak.done.set()
     wall = time.monotonic() - began
-    log = proc.stderr.read() if proc.stderr else ""
     if proc.returncode != 0:
         raise SystemExit(f"producer failed ({proc.returncode}):\n{log[-3000:]}")
     events = [_event(line) for line in log.splitlines() if '{"event"' in line]
@@ -120,7 +91,7 @@ def publish(path: Path, last_version: int) -> dict[str, float]:
         "publishing_s": round(steady, 1),
         "rows_per_s_publishing": round(rows / steady),
         "transaction_s": round(sum(c["transaction_ms"] for c in chunks) / 1000, 1),
-        "peak_rss_mib": round(peak / 1024),
+        "peak_rss_mib": peak.mib,
     }
 
 

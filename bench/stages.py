@@ -3,12 +3,28 @@ output in a log file, and the peak RSS of each process tree (Python + Spark JVM)
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
-from producer_bench import tree_rss_kib
+
+def backfill(table: str, topic: str, until_version: int) -> list[str]:
+    """The producer's arguments to publish `table` up to `until_version`, then exit."""
+    return [
+        "producer",
+        "--table",
+        table,
+        "--primary-key",
+        "id",
+        "--topic",
+        topic,
+        "--until-version",
+        str(until_version),
+        "--metrics-port",
+        "0",
+    ]
 
 
 def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -34,3 +50,19 @@ class PeakRss(threading.Thread):
     @property
     def mib(self) -> int:
         return round(self.peak_kib / 1024)
+
+
+def tree_rss_kib(pid: int) -> int:
+    """RSS of pid and all its descendants."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            found = re.search(r"VmRSS:\s+(\d+)", status)
+            total += int(found[1]) if found else 0
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        pending += [int(c) for c in children]
+    return total

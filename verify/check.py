@@ -44,7 +44,7 @@ def verify(settings: VerifySettings) -> Report:
             version = s.version if s.version is not None else _published(settings)
             if version != staged:
                 delta = snapshot.open_version(s.table, version, s.storage_options)
-                shared, problems = _shared_columns(columns, snapshot.delta_columns(delta))
+                shared, problems = _shared_columns(columns, delta.schema.names)
                 snapshot.stage(client, staging, shared, delta)
                 staged = version
             report = _compare(client, s.table, version, staging, target, shared, keys, problems)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
@@ -17,9 +18,11 @@ from verify.errors import NothingToCompareError
 BATCH_ROWS = 256 * 1024  # per insert: bounded memory whatever the table's size
 
 
-def open_version(uri: str, version: int, storage_options: Mapping[str, str]) -> DeltaTable:
+def open_version(uri: str, version: int, storage_options: Mapping[str, str]) -> ds.Dataset:
+    """The table's state at `version`, as an Arrow dataset read file by file."""
     try:
-        return DeltaTable(uri, version=version, storage_options=dict(storage_options) or None)
+        table = DeltaTable(uri, version=version, storage_options=dict(storage_options) or None)
+        return table.to_pyarrow_dataset()
     except TableNotFoundError as exc:
         raise NothingToCompareError(
             f"no Delta table at {uri}: pass the path or URI the producer reads (--table)"
@@ -31,19 +34,14 @@ def open_version(uri: str, version: int, storage_options: Mapping[str, str]) -> 
         ) from exc
 
 
-def delta_columns(table: DeltaTable) -> list[str]:
-    return [field.name for field in table.to_pyarrow_dataset().schema]
-
-
 def stage(
-    client: Any, staging: Target, columns: Sequence[tuple[str, str]], table: DeltaTable
+    client: Any, staging: Target, columns: Sequence[tuple[str, str]], dataset: ds.Dataset
 ) -> int:
     """(Re)create `staging` with the target's column types and fill it; returns rows copied."""
     definition = ", ".join(f"{quote(name)} {kind}" for name, kind in columns)
     client.command(f"DROP TABLE IF EXISTS {staging.name}")
     client.command(f"CREATE TABLE {staging.name} ({definition}) ENGINE = MergeTree ORDER BY ()")
     rows = 0
-    dataset = table.to_pyarrow_dataset()
     names = [name for name, _ in columns]
     for batch in dataset.to_batches(columns=names, batch_size=BATCH_ROWS):
         if batch.num_rows:
