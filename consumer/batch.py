@@ -19,6 +19,9 @@ from typing import Any, cast
 from confluent_kafka import Message
 
 TopicPartitionKey = tuple[str, int]
+# Commit metadata naming the last offset of the batch in flight (consumer/commit.py): after
+# a crash, the batch is cut at the same offset again (Batcher.cut_at).
+INTENT = "cdfbridge:batch-end="
 # Unbound methods: four times faster in map() than methodcaller. Consumed messages
 # always have a partition and an offset.
 _PARTITION = cast(Callable[[Any], int], Message.partition)

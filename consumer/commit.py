@@ -14,14 +14,13 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from consumer.batch import PartitionBatch, TopicPartitionKey
+from consumer.batch import INTENT, PartitionBatch, TopicPartitionKey
 from consumer.dlq import DeadLetters
 from consumer.metrics import Metrics
 from consumer.writer import BatchWriter, Written
 from schemas.errors import ServiceUnavailableError, TransientError
 
 log = logging.getLogger(__name__)
-INTENT = "cdfbridge:batch-end="  # commit metadata: the last offset of the batch in flight
 
 
 class Committer:

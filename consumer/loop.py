@@ -12,22 +12,30 @@ import logging
 import signal
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
-from consumer.batch import Batcher, Limits, PartitionBatch, TopicPartitionKey
-from consumer.commit import INTENT, Committer
-from consumer.dlq import DeadLetters
+from consumer.batch import INTENT, Batcher, Limits, PartitionBatch, TopicPartitionKey
 from consumer.kafka import consumer_config, ensure_topic
 from consumer.metrics import Metrics
-from consumer.registry import Schemas
 from consumer.retry import Backoff, retrying
 from consumer.settings import ConsumerSettings
 from consumer.table import Target
-from consumer.writer import BatchWriter
 from schemas.errors import TransientError
 from schemas.naming import dlq_topic
+
+if TYPE_CHECKING:
+    from consumer.commit import Committer
+    from consumer.dlq import DeadLetters
+    from consumer.writer import BatchWriter
 
 log = logging.getLogger(__name__)
 FETCH = 10_000  # messages per consume() call
@@ -53,8 +61,6 @@ class Pipeline:
         self.backoff = Backoff(c.max_backoff_seconds)
         self.batcher = Batcher(Limits(c.batch_rows, c.batch_bytes, c.batch_seconds))
         self.target = Target(settings.clickhouse.database, c.target_table)
-        self.schemas = Schemas(settings.schema_registry.client_config())
-        self.dead_letters = DeadLetters(settings.kafka.client_config())
         self.assigned: set[TopicPartitionKey] = set()
         self.ever_assigned: set[TopicPartitionKey] = set()
         self._pending: list[PartitionBatch] = []
@@ -70,26 +76,11 @@ class Pipeline:
 
     def run(self) -> None:
         """Consume until stopped (or caught up), then drain and commit what is buffered."""
-        writer = retrying(
-            lambda: BatchWriter.create(self.settings, self.target, self.schemas, self.dead_letters),
-            self.backoff,
-            self._stop,
-        )
-        if writer is None:
-            return
         kafka = self.settings.kafka.client_config()
-        ensure_topic(kafka, dlq_topic(self.topic))
-        consumer = Consumer(consumer_config(kafka, self.group))
-        self.committer = Committer(consumer, writer, self.dead_letters, self.metrics)
-        if self.until_caught_up:
-            partitions = consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions
-            self._all_partitions = {(self.topic, p) for p in partitions}
-        consumer.subscribe(
-            [self.topic],
-            on_assign=self._on_assign,
-            on_revoke=self._on_revoke,
-            on_lost=self._on_lost,
-        )
+        connected = self._connect(kafka)
+        if connected is None:
+            return
+        consumer, self.committer = connected
         started = time.monotonic()
         try:
             while not self._stop.is_set() and not self._caught_up():
@@ -102,6 +93,56 @@ class Pipeline:
         finally:
             consumer.close()
             self.committer.close()
+
+    def _connect(self, kafka: dict[str, Any]) -> tuple[Any, Committer] | None:
+        """A subscribed consumer and the committer that writes for it; None if stopped.
+
+        The group is joined first: librdkafka's threads do the join while this thread loads
+        the registry and ClickHouse clients, creates or checks the table and the dead-letter
+        topic, so start-up costs the longer of the two, not their sum. If those services
+        make it wait, it leaves the group meanwhile: no partition sits with a member that
+        cannot write it.
+        """
+        from consumer.commit import Committer
+        from consumer.dlq import DeadLetters
+
+        consumer = self._subscribe(kafka)
+        dead_letters = DeadLetters(kafka)
+        try:
+            writer = self._writer(kafka, dead_letters)
+        except BaseException as exc:
+            consumer.close()
+            if not isinstance(exc, TransientError):
+                raise
+            log.warning("waiting for services", extra={"error": str(exc)[:300]})
+            found = retrying(lambda: self._writer(kafka, dead_letters), self.backoff, self._stop)
+            if found is None:
+                return None
+            writer, consumer = found, self._subscribe(kafka)
+        return consumer, Committer(consumer, writer, dead_letters, self.metrics)
+
+    def _subscribe(self, kafka: dict[str, Any]) -> Any:
+        consumer = Consumer(consumer_config(kafka, self.group))
+        if self.until_caught_up:
+            partitions = consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions
+            self._all_partitions = {(self.topic, p) for p in partitions}
+        consumer.subscribe(
+            [self.topic],
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+        return consumer
+
+    def _writer(self, kafka: dict[str, Any], dead_letters: DeadLetters) -> BatchWriter:
+        """The table created or checked, and the dead-letter topic too."""
+        from consumer.registry import Schemas
+        from consumer.writer import BatchWriter
+
+        schemas = Schemas(self.settings.schema_registry.client_config())
+        writer = BatchWriter.create(self.settings, self.target, schemas, dead_letters)
+        ensure_topic(kafka, dlq_topic(self.topic))
+        return writer
 
     def _step(self, consumer: Any) -> None:
         assert self.committer is not None  # noqa: S101 - set by run()
@@ -216,10 +257,25 @@ class Pipeline:
         return self.assigned <= self._eof and self._all_partitions <= self._eof
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        for tp in consumer.committed(partitions, timeout=30):
+        """Start each partition at its committed offset, else at the earliest.
+
+        Assigning the offsets just read spares librdkafka a second look-up of them (and its
+        100 ms wait before resetting a partition without one)."""
+        if self.committer is None:  # closed by _connect before any read: nothing to start
+            return
+        committed = consumer.committed(partitions, timeout=30)
+        for tp in committed:
             meta = tp.metadata or ""
             if meta.startswith(INTENT) and tp.offset >= 0:
                 self.batcher.cut_at((tp.topic, tp.partition), int(meta.removeprefix(INTENT)))
+        consumer.incremental_assign(
+            [
+                TopicPartition(
+                    tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+                )
+                for tp in committed
+            ]
+        )
         keys = {(tp.topic, tp.partition) for tp in partitions}
         self.assigned |= keys
         self.ever_assigned |= keys
@@ -228,8 +284,10 @@ class Pipeline:
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         """Flush and commit the revoked partitions; on a transient error leave them
         uncommitted for the next owner to read again."""
-        assert self.committer is not None  # noqa: S101 - set by run()
         keys = {(tp.topic, tp.partition) for tp in partitions}
+        if self.committer is None:  # left the group before anything was read
+            self._forget(keys)
+            return
         failed = self.committer.settle()
         if failed is not None:
             self._pending.insert(0, failed)
