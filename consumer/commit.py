@@ -1,7 +1,7 @@
 """The commit path: write a partition batch to ClickHouse, then commit its offsets.
 
 One write is in flight at a time, on a worker thread, so Kafka keeps being read while
-ClickHouse inserts; the next write starts only after the previous one is committed, which
+ClickHouse inserts; the next write starts only after the previous one is settled, which
 keeps every partition's batches in order.
 """
 
@@ -33,6 +33,8 @@ class Committer:
        columns first; dead-lettering messages that do not decode or fit), on the worker.
     3. Wait until Kafka has acknowledged the dead letters.
     4. Only now commit offset last+1: every message up to it is in ClickHouse or the DLQ.
+       While batches queue up, it goes out with the next batch's step 1, one request for
+       both; otherwise `flush` sends it.
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class Committer:
         self.last_error: TransientError | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
         self._inflight: tuple[PartitionBatch, Future[Written], float] | None = None
+        self._owed: dict[TopicPartitionKey, TopicPartition] = {}  # step 4s not yet sent
 
     @property
     def inflight(self) -> TopicPartitionKey | None:
@@ -54,13 +57,15 @@ class Committer:
         """Steps 1 and 2; call `settle` before starting the next batch."""
         assert self._inflight is None  # noqa: S101 - one write at a time keeps the order
         if batch.payloads:
-            intent = TopicPartition(
+            # The intent's offset is where the batch starts: it covers a step 4 owed for
+            # the same partition.
+            self._owed[batch.key] = TopicPartition(
                 batch.topic,
                 batch.partition,
                 batch.first_offset,
                 metadata=f"{INTENT}{batch.last_offset}",
             )
-            self._commit(intent)  # 1.
+            self.flush()  # 1., with the step 4s owed
         future = self._worker.submit(self.writer.write, batch)  # 2.
         self._inflight = (batch, future, time.monotonic())
 
@@ -83,14 +88,26 @@ class Committer:
         try:
             if written.dead_letters:
                 self.dead_letters.flush()  # 3.
-            self._commit(TopicPartition(batch.topic, batch.partition, batch.last_offset + 1))  # 4.
         except TransientError as exc:
             # Written but not committed: the retry's insert carries the same token, so
             # ClickHouse drops it; a moved partition's batch is dropped by the rebalance.
             self.last_error = exc
             return batch
+        self._owed[batch.key] = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
         self._observe(batch, written, time.monotonic() - started)
         return None
+
+    def flush(self) -> None:
+        """Send the owed commits (step 4, and step 1 from `start`) in one request. On a
+        transient error they stay owed, and a later flush sends them."""
+        if self._owed:
+            self._commit(list(self._owed.values()))
+            self._owed.clear()
+
+    def forget(self, keys: set[TopicPartitionKey]) -> None:
+        """Drop owed commits of partitions this member no longer owns."""
+        for key in keys:
+            self._owed.pop(key, None)
 
     def write_now(self, batch: PartitionBatch) -> None:
         """All four steps, waiting; raises the transient error instead of returning it."""
@@ -98,14 +115,15 @@ class Committer:
         if self.settle() is not None:
             assert self.last_error is not None  # noqa: S101 - set with the failed batch
             raise self.last_error
+        self.flush()
 
-    def _commit(self, offset: TopicPartition) -> None:
+    def _commit(self, offsets: list[TopicPartition]) -> None:
         try:
-            self.consumer.commit(offsets=[offset], asynchronous=False)
+            self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
+            where = ", ".join(f"{tp.offset} of partition {tp.partition}" for tp in offsets)
             raise ServiceUnavailableError(
-                f"committing offset {offset.offset} of partition {offset.partition} "
-                f"failed: {exc.args[0]}"
+                f"committing offsets {where} failed: {exc.args[0]}"
             ) from exc
 
     def abandon(self) -> None:
@@ -129,7 +147,7 @@ class Committer:
         m.rows_per_second.set(written.rows / seconds if seconds > 0 else 0)
         m.lag.labels(batch.topic, str(batch.partition)).set(lag)
         log.info(
-            "batch committed",
+            "batch written",
             extra={
                 "partition": batch.partition,
                 "rows": written.rows,

@@ -181,8 +181,9 @@ class Pipeline:
             log.warning("kafka error", extra={"error": str(error)})
 
     def _flush_pending(self, queued: int = 0) -> None:
-        """Start the pending batches' writes in order, each after the previous committed.
-        Waits for the write in flight only while more than `queued` batches are pending."""
+        """Start the pending batches' writes in order, each after the previous settled.
+        Waits for the write in flight only while more than `queued` batches are pending;
+        with nothing left to write, sends the commits owed."""
         assert self.committer is not None  # noqa: S101 - set by run()
         while self._pending:
             if self._requeue(self.committer.settle(wait=len(self._pending) > queued)):
@@ -196,6 +197,13 @@ class Pipeline:
                 self.committer.last_error = exc
                 self._requeue(batch)
                 return
+        if self.committer.inflight is None:
+            try:
+                self.committer.flush()
+            except TransientError as exc:
+                self.committer.last_error = exc
+                self._pause()
+                return
         if self._paused_until is not None:
             self.committer.consumer.resume(self.committer.consumer.assignment())
             self._paused_until = None
@@ -206,6 +214,12 @@ class Pipeline:
         if failed is None or self.committer is None:
             return False
         self._pending.insert(0, failed)
+        self._pause()
+        return True
+
+    def _pause(self) -> None:
+        """Pause all partitions for the next back-off delay after a transient error."""
+        assert self.committer is not None  # noqa: S101 - set by run()
         delay = self.backoff.next()
         self.metrics.retries.inc()
         error = str(self.committer.last_error)[:500]
@@ -213,7 +227,6 @@ class Pipeline:
         consumer = self.committer.consumer
         consumer.pause(consumer.assignment())
         self._paused_until = time.monotonic() + delay
-        return True
 
     def _drain(self) -> None:
         """Write and commit every buffered batch; transient errors are retried for a while."""
@@ -226,7 +239,12 @@ class Pipeline:
             self._requeue(self.committer.settle())
             if self._pending:
                 time.sleep(max(0.0, (self._paused_until or 0) - time.monotonic()))
-        if self._pending:
+        uncommitted = bool(self._pending)
+        try:
+            self.committer.flush()
+        except TransientError:
+            uncommitted = True
+        if uncommitted:
             log.warning("stopping with uncommitted batches; they will be consumed again")
 
     def _summary(self, started: float) -> None:
@@ -302,6 +320,10 @@ class Pipeline:
             except TransientError as exc:
                 broken.add(batch.key)
                 log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
+        try:
+            self.committer.flush()
+        except TransientError as exc:
+            log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
         self._forget(keys)
         log.info("revoked", extra={"partitions": sorted(p for _, p in keys)})
 
@@ -315,6 +337,8 @@ class Pipeline:
         log.warning("partitions lost, buffers dropped", extra={"rows": dropped})
 
     def _forget(self, keys: set[TopicPartitionKey]) -> None:
+        if self.committer is not None:
+            self.committer.forget(keys)
         self.batcher.drop(list(keys))
         self.assigned -= keys
         self._eof -= keys
