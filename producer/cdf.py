@@ -25,6 +25,9 @@ class DirectChangeFeed:
         self.spark = spark
         self._log = delta_table._jdt.deltaLog()
         self.available = True
+        # Looked up once: py4j resolves a dotted JVM name one segment at a time.
+        self._option: Any = None
+        self._reader: Any = None
 
     def read(self, first: int, last: int) -> DataFrame | None:
         """Changes of versions first..last; None when this Delta has no such internal API."""
@@ -40,14 +43,17 @@ class DirectChangeFeed:
 
     @property
     def _none(self) -> Any:
-        return self.spark._jvm.scala.Option.empty()  # type: ignore[union-attr]
+        if self._option is None:
+            self._option = self.spark._jvm.scala.Option  # type: ignore[union-attr]
+        return self._option.empty()
 
     def _changes(self, first: int, last: int) -> Any:
         jvm: Any = self.spark._jvm
-        none, some = self._none, jvm.scala.Option.apply
-        reader = getattr(
-            getattr(jvm.org.apache.spark.sql.delta.commands.cdc, "CDCReader$"), "MODULE$"
-        )
+        none, some = self._none, self._option.apply
+        if self._reader is None:
+            cdc = jvm.org.apache.spark.sql.delta.commands.cdc
+            self._reader = getattr(getattr(cdc, "CDCReader$"), "MODULE$")
+        reader = self._reader
         latest = self._log.update(False, none, none)
         start = self._log.getSnapshotAt(first, none, none, False)
         if _column_mapping(latest) or _column_mapping(start):
