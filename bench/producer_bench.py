@@ -1,6 +1,6 @@
 """Producer throughput and memory on a backlog shaped like the blog's example table.
 
-    python bench/producer_bench.py --rows 1000000 [--rows 5000000 ...]
+    python bench/producer_bench.py --rows 1000000 [--rows 5000000 ...] [--conf KEY=VALUE ...]
 
 For each size: a Delta table (id string, name string, age long, created_at timestamp) of
 `rows` inserts, then 5% of them updated and 1% deleted, written with delta-rs; then
@@ -62,11 +62,12 @@ def build_table(path: Path, rows: int) -> int:
     return int(DeltaTable(str(path)).version())
 
 
-def publish(path: Path, last_version: int) -> dict[str, float]:
+def publish(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
     topic = f"bench.producer.{uuid.uuid4().hex[:8]}"
+    spark_conf = [arg for pair in conf for arg in ("--conf", pair)]
     began = time.monotonic()
     proc = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
-        [sys.executable, "-m", *backfill(str(path), topic, last_version)],
+        [sys.executable, "-m", *backfill(str(path), topic, last_version), *spark_conf],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -107,12 +108,15 @@ def main() -> None:
     )
     p.add_argument("--rows", type=int, action="append", help="backlog size; repeatable")
     p.add_argument("--dir", type=Path, default=Path(".stack/bench"), help="where tables are kept")
+    p.add_argument(
+        "--conf", action="append", default=[], help="Spark KEY=VALUE for the producer; repeatable"
+    )
     args = p.parse_args()
     results = []
     for rows in args.rows or [1_000_000]:
         path = args.dir / f"blog_{rows}"
         last = build_table(path, rows)
-        result = {"backlog_inserts": rows, **publish(path, last)}
+        result = {"backlog_inserts": rows, **publish(path, last, args.conf)}
         results.append(result)
         print(json.dumps(result), flush=True)
     header = ("backlog", "rows", "wall s", "rows/s wall", "rows/s publishing", "peak RSS MiB")

@@ -25,9 +25,6 @@ SMALL_MACHINE_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.databricks.delta.snapshotPartitions": "2",
-    # The client JIT only: a producer's first chunks run before C2 has paid for itself,
-    # and on two cores its compile threads compete with the tasks.
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(?:-\d+)?\.jar$")
 
