@@ -112,7 +112,7 @@ def parser() -> argparse.ArgumentParser:
 
 def fill(args: argparse.Namespace, topic: str) -> None:
     """N snapshot rows, encoded with fastavro and framed with the registered schema ids."""
-    registry = SchemaRegistryClient({"url": args.registry})
+    registry = SchemaRegistryClient(SchemaRegistrySettings(url=args.registry).client_config())
     value = value_schema(TABLE, "orders")
     key = key_schema(TABLE, ["id"], "orders")
     value_id = registry.register_schema(value_subject(topic), Schema(json.dumps(value), "AVRO"))

@@ -27,7 +27,7 @@ def schema_id(value: bytes) -> int | None:
 class Schemas:
     """Registry look-ups the consumer needs; 404 → None, unreachable → transient error."""
 
-    def __init__(self, client_config: dict[str, str]) -> None:
+    def __init__(self, client_config: dict[str, Any]) -> None:
         self._client = SchemaRegistryClient(client_config)
         self._by_id: dict[int, dict[str, Any] | None] = {}
         self._parsed: dict[int, Any] = {}

@@ -26,8 +26,8 @@ class DirectChangeFeed:
         self._log = delta_table._jdt.deltaLog()
         self.available = True
         # Looked up once: py4j resolves a dotted JVM name one segment at a time.
-        self._option: Any = None
-        self._reader: Any = None
+        self._option: Any = spark._jvm.scala.Option  # type: ignore[union-attr]
+        self._reader: Any = None  # Delta's CDCReader, on first use (it may be missing)
 
     def read(self, first: int, last: int) -> DataFrame | None:
         """Changes of versions first..last; None when this Delta has no such internal API."""
@@ -43,15 +43,12 @@ class DirectChangeFeed:
 
     @property
     def _none(self) -> Any:
-        if self._option is None:
-            self._option = self.spark._jvm.scala.Option  # type: ignore[union-attr]
         return self._option.empty()
 
     def _changes(self, first: int, last: int) -> Any:
-        jvm: Any = self.spark._jvm
         none, some = self._none, self._option.apply
         if self._reader is None:
-            cdc = jvm.org.apache.spark.sql.delta.commands.cdc
+            cdc = self.spark._jvm.org.apache.spark.sql.delta.commands.cdc  # type: ignore[union-attr]
             self._reader = getattr(getattr(cdc, "CDCReader$"), "MODULE$")
         reader = self._reader
         latest = self._log.update(False, none, none)

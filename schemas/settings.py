@@ -6,7 +6,7 @@ Secrets are SecretStr: printing a settings object never shows them.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -48,10 +48,13 @@ class SchemaRegistrySettings(Section):
     url: str = "http://127.0.0.1:8081/apis/ccompat/v7"
     # "user:password" for HTTP basic auth.
     basic_auth_user_info: SecretStr | None = None
+    # Seconds per request. The client waits forever without one, and a request the registry
+    # never answers would stall the stage; a timed-out request is retried.
+    timeout_s: float = Field(default=10.0, gt=0)
 
-    def client_config(self) -> dict[str, str]:
+    def client_config(self) -> dict[str, Any]:
         """confluent-kafka SchemaRegistryClient settings; holds secrets, never log it."""
-        config = {"url": self.url}
+        config: dict[str, Any] = {"url": self.url, "timeout": self.timeout_s}
         if self.basic_auth_user_info is not None:
             config["basic.auth.user.info"] = self.basic_auth_user_info.get_secret_value()
         return config

@@ -89,9 +89,7 @@ def ch_database(clickhouse: Any) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def registry(endpoints: Endpoints) -> Any:
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
-    return SchemaRegistryClient({"url": endpoints.registry})
+    return endpoints.registry_client()
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.settings import ConnectionSettings
+from schemas.settings import ConnectionSettings, SchemaRegistrySettings
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,12 @@ class Endpoints:
     # Stops and starts one service ("kafka", "registry", "clickhouse"), returning once it
     # answers again; only the local stack can (env services are not ours, see _containers).
     restart: Callable[[str], None] | None = field(default=None, compare=False)
+
+    def registry_client(self) -> Any:
+        """A SchemaRegistryClient configured as the stages configure theirs (timeouts too)."""
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        return SchemaRegistryClient(SchemaRegistrySettings(url=self.registry).client_config())
 
 
 @contextmanager

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -43,7 +42,7 @@ class Record:
 def read_topic(endpoints: Endpoints, topic: str) -> list[Record]:
     """Every committed message, decoded by confluent-kafka's AvroDeserializer, in offset order
     per partition."""
-    registry = SchemaRegistryClient({"url": endpoints.registry})
+    registry = endpoints.registry_client()
     decode = AvroDeserializer(registry)
     consumer = Consumer(
         {

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -58,7 +57,7 @@ class Changes:
     ) -> None:
         self.topic = topic
         self.primary_key = primary_key
-        self.registry = SchemaRegistryClient({"url": endpoints.registry})
+        self.registry = endpoints.registry_client()
         self.producer = Producer({"bootstrap.servers": endpoints.kafka, "linger.ms": 5})
         self.use_schema(table_schema)
         self._key = AvroSerializer(

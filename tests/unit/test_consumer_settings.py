@@ -52,3 +52,13 @@ def test_every_consumer_field_has_an_env_var() -> None:
 
     assert "CDFBRIDGE_CONSUMER__TOPIC" in names
     assert "CDFBRIDGE_CLICKHOUSE__PASSWORD" in names
+
+
+def test_registry_requests_time_out_so_a_silent_registry_cannot_stall_a_stage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CDFBRIDGE_CONSUMER__TOPIC", "t")
+    assert load().schema_registry.client_config()["timeout"] == 10.0
+
+    monkeypatch.setenv("CDFBRIDGE_SCHEMA_REGISTRY__TIMEOUT_S", "2.5")
+    assert load().schema_registry.client_config()["timeout"] == 2.5
