@@ -110,15 +110,16 @@ class Pipeline:
         dead_letters = DeadLetters(kafka)
         try:
             writer = self._writer(kafka, dead_letters)
-        except BaseException as exc:
+        except TransientError as exc:
             consumer.close()
-            if not isinstance(exc, TransientError):
-                raise
             log.warning("waiting for services", extra={"error": str(exc)[:300]})
             found = retrying(lambda: self._writer(kafka, dead_letters), self.backoff, self._stop)
             if found is None:
                 return None
             writer, consumer = found, self._subscribe(kafka)
+        except BaseException:
+            consumer.close()
+            raise
         return consumer, Committer(consumer, writer, dead_letters, self.metrics)
 
     def _subscribe(self, kafka: dict[str, Any]) -> Any:

@@ -203,6 +203,22 @@ def test_clickhouse_restarted_mid_run_is_waited_for_and_nothing_is_lost(
     assert running.pipeline.metrics.rows._value.get() == 40
 
 
+def test_consumer_started_before_its_producer_waits_outside_the_group_then_consumes(
+    endpoints: Endpoints, topic_factory: Any, kafka_admin: Any, clickhouse: Any, ch_database: str
+) -> None:
+    topic = topic_factory(partitions=2)
+    running = Background(Pipeline(settings(endpoints, topic, ch_database)))
+    wait_for(lambda: running.pipeline.backoff.failures >= 2, "the consumer to wait for schemas")
+    group = kafka_admin.describe_consumer_groups([f"{topic}-group"])[f"{topic}-group"].result()
+
+    Changes(endpoints, topic).send([order(n) for n in range(10)], "insert", 1)
+    table = f"`{ch_database}`.`{topic}`"
+    wait_for(lambda: rows(clickhouse, table) == 10, "the changes published after the start")
+    running.stop()
+
+    assert group.members == []  # it did not hold the partitions while it could not write
+
+
 def test_sigterm_drains_commits_and_exits_0_and_health_answers_meanwhile(
     endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
 ) -> None:
