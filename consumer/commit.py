@@ -70,8 +70,9 @@ class Committer:
         self._inflight = (batch, future, time.monotonic())
 
     def settle(self, wait: bool = True, commit: bool = True) -> PartitionBatch | None:
-        """Steps 3 and 4 for the write in flight. Returns its batch when it failed
-        transiently (offsets untouched; `last_error` says why); terminal errors raise."""
+        """Step 3 for the write in flight, and its step 4 recorded as owed (sent by the
+        next `start` or `flush`). Returns its batch when it failed transiently (offsets
+        untouched; `last_error` says why); terminal errors raise."""
         if self._inflight is None:
             return None
         batch, future, started = self._inflight
@@ -93,7 +94,8 @@ class Committer:
             # ClickHouse drops it; a moved partition's batch is dropped by the rebalance.
             self.last_error = exc
             return batch
-        self._owed[batch.key] = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
+        owed = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
+        self._owed[batch.key] = owed  # 4., sent with the next request
         self._observe(batch, written, time.monotonic() - started)
         return None
 
