@@ -7,6 +7,12 @@ For each size: a Delta table (id string, name string, age long, created_at times
 `cdfbridge-producer --until-version <last>` publishes it to a fresh topic on the configured
 broker (CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS, default the local stack). Prints rows/s and the
 peak RSS of the producer's process tree (Python driver + Spark JVM), and writes JSON.
+
+Then, unless --skip-halves, the producer's two halves run alone in a fresh process, so the
+limit shows in the same run: Spark reading and encoding every chunk with nothing
+published (from a cold JVM, as the producer starts), then Kafka publishing those encoded
+chunks, one transaction each, with Spark idle. Both count from the first read or send,
+so neither includes start-up.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from datetime import datetime
@@ -27,6 +34,14 @@ from output import bars, save, table
 from stages import PeakRss, backfill
 
 from producer.generate import SCHEMA
+from producer.progress import ensure_topics
+from producer.publish import Publisher
+from producer.reader import Reader, Slice
+from producer.registry import TopicSchemas
+from producer.run import BATCH_ROWS
+from producer.settings import ProducerSettings
+from producer.source import DeltaSource
+from producer.spark import session_for
 
 INSERT_BATCH = 250_000
 
@@ -96,6 +111,75 @@ def publish(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
     }
 
 
+def halves(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
+    """Spark's half alone (read + encode, nothing sent), then Kafka's (send what it made)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    settings = ProducerSettings(
+        spark={"conf": dict(pair.split("=", 1) for pair in conf)},
+        source={
+            "table": str(path),
+            "primary_key": "id",
+            "topic": f"bench.halves.{uuid.uuid4().hex[:8]}",
+            "until_version": last_version,
+            "metrics_port": None,
+        },
+    )
+    config, registry = settings.source, settings.schema_registry
+    source = DeltaSource(session_for(settings.spark), config.table)
+    schemas = TopicSchemas(
+        SchemaRegistryClient(registry.client_config()), registry.url, config.topic, config.table
+    )
+    reader = Reader(source, schemas, config, 0, None, threading.Event())
+    began = time.monotonic()
+    reader.start()
+    slices: list[Slice] = []
+    first_chunk_s = 0.0
+    while (item := reader.out.get()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        slices.append(item)
+        if item.last_of_chunk and not first_chunk_s:
+            first_chunk_s = time.monotonic() - began
+    spark_s = time.monotonic() - began
+    rows = sum(len(piece.rows) for piece in slices)
+    first_rows = sum(len(p.rows) for p in slices if p.chunk == slices[0].chunk)
+
+    kafka = settings.kafka.client_config()
+    ensure_topics(kafka, config.topic, config.partitions)
+    publisher = Publisher(kafka, config.topic)
+    publisher.start()
+    began = time.monotonic()
+    for chunk in dict.fromkeys(piece.chunk for piece in slices):
+        batches = [
+            batch
+            for piece in slices
+            if piece.chunk == chunk
+            for batch in piece.rows.to_batches(max_chunksize=BATCH_ROWS)
+        ]
+        publisher.publish(batches, chunk.last, lambda: False)
+    kafka_s = time.monotonic() - began
+    publisher.close()
+    return {
+        "spark_alone_rows_per_s": round(rows / spark_s),
+        "spark_first_chunk_s": round(first_chunk_s, 1),
+        "spark_alone_after_first_chunk_rows_per_s": round(
+            (rows - first_rows) / max(spark_s - first_chunk_s, 1e-9)
+        ),
+        "kafka_alone_rows_per_s": round(rows / kafka_s),
+    }
+
+
+def halves_in_a_fresh_process(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
+    spark_conf = [arg for pair in conf for arg in ("--conf", pair)]
+    command = [sys.executable, __file__, "--halves-of", str(path), str(last_version), *spark_conf]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
+    if done.returncode != 0:
+        raise SystemExit(f"timing the halves failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def _event(line: str) -> dict[str, Any]:
     """A producer log line: `<date> <time>,<ms> INFO {json}`."""
     stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
@@ -111,17 +195,42 @@ def main() -> None:
     p.add_argument(
         "--conf", action="append", default=[], help="Spark KEY=VALUE for the producer; repeatable"
     )
+    p.add_argument("--skip-halves", action="store_true", help="do not time Spark and Kafka alone")
+    p.add_argument("--halves-of", nargs=2, metavar=("TABLE", "LAST"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.halves_of:  # the fresh process of halves_in_a_fresh_process
+        print(json.dumps(halves(Path(args.halves_of[0]), int(args.halves_of[1]), args.conf)))
+        return
     results = []
     for rows in args.rows or [1_000_000]:
         path = args.dir / f"blog_{rows}"
         last = build_table(path, rows)
         result = {"backlog_inserts": rows, **publish(path, last, args.conf)}
+        if not args.skip_halves:
+            result |= halves_in_a_fresh_process(path, last, args.conf)
         results.append(result)
         print(json.dumps(result), flush=True)
     header = ("backlog", "rows", "wall s", "rows/s wall", "rows/s publishing", "peak RSS MiB")
     keys = ("backlog_inserts", "rows", "wall_s", "rows_per_s_wall", "rows_per_s_publishing")
     print("\n" + table(header, [[r[k] for k in (*keys, "peak_rss_mib")] for r in results]))
+    if not args.skip_halves:
+        header = (
+            "backlog",
+            "producer rows/s publishing",
+            "Spark alone rows/s",
+            "its first chunk s",
+            "Spark alone after it",
+            "Kafka alone rows/s",
+        )
+        keys = (
+            "backlog_inserts",
+            "rows_per_s_publishing",
+            "spark_alone_rows_per_s",
+            "spark_first_chunk_s",
+            "spark_alone_after_first_chunk_rows_per_s",
+            "kafka_alone_rows_per_s",
+        )
+        print("\n" + table(header, [[r[k] for k in keys] for r in results]))
     labels = [
         f"{r['backlog_inserts'] // 1000:,}k {kind}"
         for r in results
