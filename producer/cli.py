@@ -48,6 +48,12 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--until-version", type=int, help="stop after this version (backfills)")
     source.add_argument("--poll-interval", dest="poll_interval_s", type=float, help="seconds")
     source.add_argument("--max-rows-per-chunk", type=int, help="rows per Kafka transaction")
+    source.add_argument(
+        "--max-bytes-per-chunk",
+        type=int,
+        help="encoded bytes a chunk may hold in memory (default 128 MiB); wide rows make "
+        "chunks of fewer rows",
+    )
     source.add_argument("--include-preimage", action="store_true", default=None)
     source.add_argument(
         "--tombstones",

@@ -1,7 +1,8 @@
-"""Cutting a version range into chunks: one Kafka transaction each, bounded in rows.
+"""Cutting a version range into chunks: one Kafka transaction each, bounded in rows and bytes.
 
-Pure arithmetic over row estimates from the Delta history, so a backlog of any length or a
-single huge commit is published in pieces whose size does not depend on the backlog.
+Pure arithmetic over row estimates from the Delta history and the encoded size of a row, so
+a backlog of any length or a single huge commit is published in pieces whose size does not
+depend on the backlog.
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ def plan(
         rows += estimate
     if start <= last:
         yield Chunk(start, last)
+
+
+def rows_per_chunk(max_rows: int, max_bytes: int, row_bytes: float | None) -> int:
+    """The row bound of a chunk: max_rows, or fewer when rows of row_bytes would pass max_bytes.
+
+    row_bytes is the encoded size of one change as it sits in the driver (None: not known).
+    """
+    if not row_bytes:
+        return max_rows
+    return max(1, min(max_rows, int(max_bytes / row_bytes)))
 
 
 def _slices(estimate: int | None, max_rows: int) -> int:

@@ -1,7 +1,9 @@
 """The source side: polls the table, plans chunks, and has Spark encode them ahead of time.
 
 Runs in its own thread and hands Arrow tables to the publisher through a queue of one
-slice, so at most two slices are in the driver however long the backlog is.
+slice, so at most two slices are in the driver however long the backlog is. A slice is
+bounded in rows and in encoded bytes: how wide a change is comes from a small sample
+before the first chunk, then from every slice read.
 """
 
 from __future__ import annotations
@@ -9,16 +11,17 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from producer.encode import KEY_IS_NULL, ORDER, encode, snapshot_changes
+from producer.encode import KEY_IS_NULL, ORDER, WireSchema, encode, snapshot_changes
 from producer.errors import NullKeyError, SchemaChangeError, VersionUnavailableError
-from producer.plan import Chunk, plan
+from producer.plan import Chunk, plan, rows_per_chunk
 from producer.registry import TopicSchemas
 from producer.settings import SourceSection
 from producer.source import DeltaSource, unavailable
@@ -26,6 +29,8 @@ from schemas.avro import key_schema, value_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+SAMPLE_ROWS = 1_000  # changes encoded to learn their width before the first chunk
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Reader(threading.Thread):
         self.out: queue.Queue[Slice | BaseException | None] = queue.Queue(maxsize=1)
         self.latest = -1
         self._known: tuple[int, dict[str, Any]] | None = None  # last table schema looked up
+        self._row_bytes: float | None = None  # encoded size of one change, as last seen
 
     def run(self) -> None:
         try:
@@ -83,19 +89,51 @@ class Reader(threading.Thread):
         estimates = self.source.row_estimates(self.next_version, last, self.latest)
         began = time.monotonic()
         schema = self._schema_of_range(self.next_version, last)
+        if self._row_bytes is None and schema is not None:
+            # Checked and registered first, as each chunk would: a sample must not read
+            # across a schema change the checks refuse. A changing range learns the width
+            # from its first chunk instead.
+            self._use_schema(last, schema)
+            self._row_bytes = self._sample_width(self.next_version, last, estimates, schema)
         lookup_s = time.monotonic() - began
+        max_rows = self._max_rows()
         for chunk in plan(
-            self.next_version,
-            last,
-            estimates,
-            self.config.max_rows_per_chunk,
-            self.config.max_versions_per_chunk,
+            self.next_version, last, estimates, max_rows, self.config.max_versions_per_chunk
         ):
             self._emit_changes(chunk, schema, lookup_s)
             self.next_version, lookup_s = chunk.last + 1, 0.0
-            if self.stop.is_set():
-                break
+            if self.stop.is_set() or self._max_rows() < max_rows // 2:
+                break  # stopping, or changes grew much wider than planned for: plan again
         return True
+
+    def _max_rows(self) -> int:
+        config = self.config
+        return rows_per_chunk(
+            config.max_rows_per_chunk, config.max_bytes_per_chunk, self._row_bytes
+        )
+
+    def _sample_width(
+        self, first: int, last: int, estimates: Mapping[int, int | None], schema: dict[str, Any]
+    ) -> float | None:
+        """_measure on the first version of first..last known to hold changes, if any.
+
+        A version without an estimate is left out: it gets a chunk of its own anyway.
+        """
+        version = next((v for v in range(first, last + 1) if estimates.get(v)), None)
+        if version is None:
+            return None
+        with self._translated_errors(version, version):
+            return self._measure(self.source.changes(version, version), schema)
+
+    def _measure(self, frame: DataFrame, table_schema: dict[str, Any]) -> float | None:
+        """Encoded bytes of one change of frame, from a sample (None: frame has no rows)."""
+        topic, pk = self.schemas.topic, self.config.primary_key
+        # Registry ids do not change the size; the sample needs none registered.
+        key = WireSchema(key_schema(table_schema, pk, topic), 0)
+        value = WireSchema(value_schema(table_schema, topic, pk), 0)
+        encoded = encode(frame, key, value, pk, self.config.include_preimage)
+        rows = encoded.limit(SAMPLE_ROWS).toArrow()
+        return rows.nbytes / len(rows) if len(rows) else None
 
     def _schema_of_range(self, first: int, last: int) -> dict[str, Any] | None:
         """The table schema of every version first..last if they share one, else None.
@@ -124,26 +162,32 @@ class Reader(threading.Thread):
                 self._use_schema(chunk.first, self._table_schema(chunk.first))
             schema = self._table_schema(chunk.last)
         self._use_schema(chunk.last, schema)
-        try:
+        with self._translated_errors(chunk.first, chunk.last):
             frame = self.source.changes(chunk.first, chunk.last)
             for index, rows in enumerate(self._slices(frame, chunk)):
                 self._put(Slice(chunk, index, rows, time.monotonic() - began))
                 began = time.monotonic()
+
+    @contextmanager
+    def _translated_errors(self, first: int, last: int) -> Iterator[None]:
+        """Delta's errors reading versions first..last, as errors that say what to do."""
+        try:
+            yield
         except Exception as exc:
             if unavailable(exc):
-                raise VersionUnavailableError(
-                    self.source.table, chunk.first, _first_line(exc)
-                ) from exc
+                raise VersionUnavailableError(self.source.table, first, _first_line(exc)) from exc
             if "SCHEMA" in str(exc) and "CHANGE" in str(exc).upper():
-                raise SchemaChangeError(self.source.table, chunk.last, _first_line(exc)) from exc
+                raise SchemaChangeError(self.source.table, last, _first_line(exc)) from exc
             raise
 
     def _emit_snapshot(self, version: int) -> None:
-        self._use_schema(version, self._table_schema(version))
+        table_schema = self._table_schema(version)
+        self._use_schema(version, table_schema)
         frame = snapshot_changes(
             self.source.snapshot(version), version, self.source.commit_timestamp(version)
         )
-        slices = max(1, -(-frame.count() // self.config.max_rows_per_chunk))
+        self._row_bytes = self._measure(frame, table_schema)
+        slices = max(1, -(-frame.count() // self._max_rows()))
         chunk = Chunk(version, version, slices)
         for index, rows in enumerate(self._slices(frame, chunk)):
             self._put(Slice(chunk, index, rows))
@@ -163,6 +207,8 @@ class Reader(threading.Thread):
                 part = frame.where(bucket == index)
             rows = encode(part, key, value, pk, self.config.include_preimage).toArrow()
             self._check_keys(rows)
+            if len(rows):
+                self._row_bytes = rows.nbytes / len(rows)
             yield rows.sort_by(ORDER)
             if self.stop.is_set():
                 return

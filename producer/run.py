@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -88,9 +89,9 @@ def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threadi
     bar, total = metrics.ProgressBar(), 0
     while (first := _next(reader)) is not None:
         chunk = first.chunk
-        began, read_s = time.monotonic(), [0.0]
+        began, tally = time.monotonic(), _Tally()
         try:
-            rows = publisher.publish(_batches(first, reader, read_s), chunk.last, stop.is_set)
+            rows = publisher.publish(_batches(first, reader, tally), chunk.last, stop.is_set)
         except InterruptedError:
             rows = None
         if rows is None:
@@ -107,7 +108,8 @@ def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threadi
             rows=rows,
             rows_per_s=round(rows / seconds) if seconds else None,
             transaction_ms=round(seconds * 1000),
-            read_ms=round(read_s[0] * 1000),  # Spark, in the reader thread, ahead of the send
+            read_ms=round(tally.read_s * 1000),  # Spark, in the reader thread, ahead of the send
+            mib=round(tally.bytes / 2**20, 1),  # encoded, as held in the driver
         )
         bar.show(chunk.last, reader.latest, total)
     bar.done()
@@ -126,14 +128,20 @@ def _next(reader: Reader) -> Slice | None:
         return item
 
 
-def _batches(first: Slice, reader: Reader, read_s: list[float]) -> Iterator[pa.RecordBatch]:
-    """Every batch of first's chunk, pulling its further slices from the reader.
+@dataclass
+class _Tally:
+    """What a chunk's slices added up to: Spark time and encoded bytes."""
 
-    read_s[0] adds up the Spark time of the chunk's slices.
-    """
+    read_s: float = 0.0
+    bytes: int = 0
+
+
+def _batches(first: Slice, reader: Reader, tally: _Tally) -> Iterator[pa.RecordBatch]:
+    """Every batch of first's chunk, pulling its further slices from the reader."""
     current: Slice | None = first
     while current is not None:
-        read_s[0] += current.read_s
+        tally.read_s += current.read_s
+        tally.bytes += current.rows.nbytes
         yield from current.rows.to_batches(max_chunksize=BATCH_ROWS)
         if current.last_of_chunk:
             return

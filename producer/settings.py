@@ -34,6 +34,8 @@ class SourceSection(Section):
     until_version: int | None = Field(default=None, ge=0)
     poll_interval_s: float = Field(default=1.0, gt=0)
     max_rows_per_chunk: int = Field(default=500_000, gt=0)
+    # Encoded changes a chunk (or a slice of one huge commit) may hold in the driver at once.
+    max_bytes_per_chunk: int = Field(default=128 * 2**20, gt=0)
     max_versions_per_chunk: int = Field(default=100, gt=0)
     include_preimage: bool = False
     tombstones: bool = False

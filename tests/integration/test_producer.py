@@ -1,5 +1,7 @@
 """The producer publishes a Delta table's Change Data Feed to Kafka, exactly once."""
 
+import json
+import logging
 from collections import Counter
 from typing import Any
 
@@ -108,3 +110,30 @@ def test_table_written_by_delta_rs_is_published_like_a_spark_one(
         (3, "insert"): 25,
         (4, "delete"): 50,
     }
+
+
+def test_wide_rows_are_published_in_chunks_bounded_in_bytes(
+    spark: Any, endpoints: Endpoints, delta_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 20 KB a row: versions 1-3 hold 20 rows (about 400 KiB) each and version 4 holds 60.
+    wide = "x" * 20_000
+    create_table(spark, delta_path)
+    for version in range(1, 4):
+        append(spark, delta_path, [(f"{version}-{i}", wide, i) for i in range(20)])
+    append(spark, delta_path, [(f"4-{i}", wide, i) for i in range(60)])
+    caplog.set_level(logging.INFO, logger="cdfbridge.producer")
+
+    topic = publish(
+        spark, endpoints, delta_path, "id", until_version=4, max_bytes_per_chunk=512 * 1024
+    )
+
+    published = [json.loads(r.getMessage()) for r in caplog.records if "chunk_published" in r.msg]
+    by_version = {event["versions"]: event for event in published}
+    # About 25 rows fit in 512 KiB: no two of versions 1-3 share a chunk, and version 4
+    # is read in slices within one transaction.
+    assert [by_version[v]["rows"] for v in ("1", "2", "3", "4 in 3 slices")] == [20, 20, 20, 60]
+    assert all(by_version[v]["mib"] <= 0.5 for v in ("1", "2", "3"))
+    records = read_topic(endpoints, topic)
+    assert Counter(r.key["id"] for r in records) == Counter(
+        [f"{v}-{i}" for v in range(1, 4) for i in range(20)] + [f"4-{i}" for i in range(60)]
+    )
