@@ -2,6 +2,8 @@
 
 import json
 import logging
+import socket
+import urllib.request
 from collections import Counter
 from typing import Any
 
@@ -137,3 +139,39 @@ def test_wide_rows_are_published_in_chunks_bounded_in_bytes(
     assert Counter(r.key["id"] for r in records) == Counter(
         [f"{v}-{i}" for v in range(1, 4) for i in range(20)] + [f"4-{i}" for i in range(60)]
     )
+
+
+def test_tombstones_follow_each_delete_on_its_key_partition(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    change_every_way(spark, delta_path)  # version 3 deletes id 2
+
+    topic = publish(spark, endpoints, delta_path, "id", until_version=4, tombstones=True)
+    records = read_topic(endpoints, topic)
+
+    twos = sorted((r for r in records if r.key == {"id": "2"}), key=lambda r: r.offset)
+    assert [r.value["_change_type"] if r.value else None for r in twos] == [
+        "insert",
+        "delete",
+        None,
+    ]
+    assert twos[-1].raw_value is None and len({r.partition for r in twos}) == 1
+    assert all(r.value is not None for r in records if r.key != {"id": "2"})
+
+
+def test_metrics_port_serves_rows_published_and_versions_behind(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    change_every_way(spark, delta_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    topic = publish(spark, endpoints, delta_path, "id", until_version=3, metrics_port=port)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        exposed = response.read().decode()
+
+    label = f'{{topic="{topic}"}}'
+    assert f"cdfbridge_producer_rows_published_total{label} 5.0" in exposed
+    assert f"cdfbridge_producer_versions_behind{label} 1.0" in exposed  # head 4, published 3
+    assert f"cdfbridge_producer_transaction_seconds_count{label}" in exposed

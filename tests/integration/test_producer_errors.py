@@ -2,7 +2,6 @@
 
 import os
 import socket
-import time
 from typing import Any
 
 import pytest
@@ -164,7 +163,6 @@ def test_unreachable_spark_master_is_retried_then_named_with_exit_code_3(
     config = tmp_path / "producer.toml"
     config.write_text("[spark]\nstart_attempts = 2\n")
 
-    began = time.monotonic()
     code = main(
         ["--table", str(tmp_path / "t"), "--primary-key", "id", "--master", master]
         + ["--config", str(config), "--metrics-port", "0"]
@@ -174,4 +172,3 @@ def test_unreachable_spark_master_is_retried_then_named_with_exit_code_3(
     message = capsys.readouterr().err
     assert f"Spark master {master} did not answer after 2 attempts" in message
     assert "fix --master" in message
-    assert time.monotonic() - began < 10  # one 1 s back-off, no Spark registration timeout
