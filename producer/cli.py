@@ -18,7 +18,7 @@ exit codes:
   0  stopped by SIGTERM/SIGINT (open transaction aborted) or --until-version reached
   1  the table, its feed or its data need a fix (message says which)
   2  invalid settings or arguments
-  3  Kafka, the registry or Spark did not answer after retries
+  3  Kafka, the registry or Spark did not answer after retries, or the Spark driver JVM died
   4  fenced: another producer took over this table's topic
 """
 

@@ -71,3 +71,13 @@ class SparkUnavailableError(ServiceUnavailableError):
             "that the master runs and that this host reaches it, or fix --master "
             "(CDFBRIDGE_SPARK__MASTER; local[*] runs Spark in this process)"
         )
+
+
+class SparkDriverLostError(ServiceUnavailableError):
+    def __init__(self, versions: str, cause: str) -> None:
+        super().__init__(
+            f"the Spark driver JVM stopped answering while reading versions {versions} ({cause}); "
+            "its log above says why. If it ran out of memory (java.lang.OutOfMemoryError), give "
+            "it more with --conf spark.driver.memory=4g or lower --max-bytes-per-chunk. "
+            "Published progress is kept: a restart resumes after the last whole chunk"
+        )

@@ -20,7 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from producer.encode import KEY_IS_NULL, ORDER, WireSchema, encode, snapshot_changes
-from producer.errors import NullKeyError, SchemaChangeError, VersionUnavailableError
+from producer.errors import (
+    NullKeyError,
+    SchemaChangeError,
+    SparkDriverLostError,
+    VersionUnavailableError,
+)
 from producer.plan import Chunk, plan, rows_per_chunk
 from producer.registry import TopicSchemas
 from producer.settings import SourceSection
@@ -74,7 +79,8 @@ class Reader(threading.Thread):
                     break
             self._put(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the publishing thread to raise
-            self._put(exc)
+            lost = _driver_lost(exc)
+            self._put(SparkDriverLostError(f"{self.next_version}+", lost) if lost else exc)
 
     def _follow(self) -> bool:
         """Emit every chunk up to the table's head; False when --until-version is reached."""
@@ -236,6 +242,20 @@ class Reader(threading.Thread):
             except queue.Full:
                 if self.stop.is_set() and item is not None:
                     return
+
+
+def _driver_lost(exc: BaseException) -> str | None:
+    """Why the Spark driver is gone, if exc says it is (None: it is not)."""
+    from py4j.protocol import Py4JNetworkError
+
+    text = str(exc)
+    if "OutOfMemoryError" in text:
+        return "java.lang.OutOfMemoryError"
+    if "SparkContext was shut down" in text or "SparkContext has been shutdown" in text:
+        return "its SparkContext was shut down"
+    if isinstance(exc, Py4JNetworkError | ConnectionRefusedError):
+        return _first_line(exc)
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

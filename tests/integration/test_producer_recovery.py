@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,6 +124,25 @@ def test_sigterm_aborts_the_open_transaction_and_exits_0(
     follower.send_signal(signal.SIGTERM)
 
     assert follower.wait(60) == 0, follower.stderr.read() if follower.stderr else ""
+
+
+def test_a_lost_spark_driver_is_named_with_exit_code_3(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    commits(spark, delta_path, count=1, rows=100)
+    topic = unique("cdc")
+    follower = producer_process(endpoints, delta_path, topic, "--poll-interval", "0.2")
+    wait_for_messages(endpoints, topic, at_least=100)
+
+    # The driver JVM is the producer's child (a JVM killed for lack of memory looks the same).
+    jvm = Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()
+    assert len(jvm) == 1
+    os.kill(int(jvm[0]), signal.SIGKILL)
+
+    assert follower.wait(60) == 3
+    message = follower.stderr.read().decode() if follower.stderr else ""
+    assert "the Spark driver JVM stopped answering" in message
+    assert "--max-bytes-per-chunk" in message
 
 
 def test_a_second_producer_fences_the_first(endpoints: Endpoints, topic_factory: Any) -> None:
