@@ -17,6 +17,7 @@ class Chunk:
     first: int  # first Delta version, inclusive
     last: int  # last Delta version, inclusive
     slices: int = 1  # >1 only for a single version too big for one read
+    sized: bool = True  # False: one version the history gave no row count for
 
     def __str__(self) -> str:
         versions = f"{self.first}" if self.first == self.last else f"{self.first}-{self.last}"
@@ -32,8 +33,9 @@ def plan(
 ) -> Iterator[Chunk]:
     """Chunks covering first..last in order.
 
-    A version without an estimate gets a chunk of its own (its size is unknown); one whose
-    estimate exceeds max_rows is read in ceil(estimate / max_rows) slices.
+    A version without an estimate gets a chunk of its own, marked not sized: the reader
+    counts its rows; one whose estimate exceeds max_rows is read in
+    ceil(estimate / max_rows) slices.
     """
     start, rows = first, 0
     for version in range(first, last + 1):
@@ -41,7 +43,7 @@ def plan(
         if estimate is None or estimate > max_rows:
             if version > start:
                 yield Chunk(start, version - 1)
-            yield Chunk(version, version, _slices(estimate, max_rows))
+            yield Chunk(version, version, _slices(estimate, max_rows), estimate is not None)
             start, rows = version + 1, 0
             continue
         if version > start and (rows + estimate > max_rows or version - start >= max_versions):

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -170,6 +170,7 @@ class Reader(threading.Thread):
         self._use_schema(chunk.last, schema)
         with self._translated_errors(chunk.first, chunk.last):
             frame = self.source.changes(chunk.first, chunk.last)
+            chunk = self._sized(frame, chunk, schema)
             for index, rows in enumerate(self._slices(frame, chunk)):
                 self._put(Slice(chunk, index, rows, time.monotonic() - began))
                 began = time.monotonic()
@@ -192,12 +193,19 @@ class Reader(threading.Thread):
         frame = snapshot_changes(
             self.source.snapshot(version), version, self.source.commit_timestamp(version)
         )
-        self._row_bytes = self._measure(frame, table_schema)
-        slices = max(1, -(-frame.count() // self._max_rows()))
-        chunk = Chunk(version, version, slices)
+        chunk = self._sized(frame, Chunk(version, version, sized=False), table_schema)
         for index, rows in enumerate(self._slices(frame, chunk)):
             self._put(Slice(chunk, index, rows))
         self.next_version = version + 1
+
+    def _sized(self, frame: DataFrame, chunk: Chunk, table_schema: dict[str, Any]) -> Chunk:
+        """chunk, its slices counted if the history had no row count for it."""
+        if chunk.sized:
+            return chunk
+        if self._row_bytes is None:
+            self._row_bytes = self._measure(frame, table_schema)
+        slices = max(1, -(-frame.count() // self._max_rows()))
+        return replace(chunk, slices=slices, sized=True)
 
     def _slices(self, frame: DataFrame, chunk: Chunk) -> Iterator[pa.Table]:
         from pyspark.sql.functions import col, lit, pmod, xxhash64

@@ -175,3 +175,24 @@ def test_metrics_port_serves_rows_published_and_versions_behind(
     assert f"cdfbridge_producer_rows_published_total{label} 5.0" in exposed
     assert f"cdfbridge_producer_versions_behind{label} 1.0" in exposed  # head 4, published 3
     assert f"cdfbridge_producer_transaction_seconds_count{label}" in exposed
+
+
+def test_wide_commit_without_row_metrics_is_counted_then_sliced(
+    spark: Any, endpoints: Endpoints, delta_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    create_table(spark, delta_path)
+    metrics = "spark.databricks.delta.history.metricsEnabled"
+    spark.conf.set(metrics, "false")  # a commit whose history says nothing of its rows
+    try:
+        append(spark, delta_path, [(str(i), "x" * 20_000, i) for i in range(60)])
+    finally:
+        spark.conf.unset(metrics)
+    caplog.set_level(logging.INFO, logger="cdfbridge.producer")
+
+    topic = publish(
+        spark, endpoints, delta_path, "id", until_version=1, max_bytes_per_chunk=512 * 1024
+    )
+
+    published = [json.loads(r.getMessage()) for r in caplog.records if "chunk_published" in r.msg]
+    assert [(e["versions"], e["rows"]) for e in published if e["rows"]] == [("1 in 3 slices", 60)]
+    assert sorted(int(r.key["id"]) for r in read_topic(endpoints, topic)) == list(range(60))

@@ -29,8 +29,12 @@ def test_a_version_over_the_bound_is_read_in_slices_of_its_own_chunk() -> None:
     assert chunks({0: 10, 1: 250, 2: 10}) == [Chunk(0, 0), Chunk(1, 1, slices=3), Chunk(2, 2)]
 
 
-def test_a_version_without_an_estimate_gets_a_chunk_of_its_own() -> None:
-    assert chunks({0: 10, 1: None, 2: 10}) == [Chunk(0, 0), Chunk(1, 1), Chunk(2, 2)]
+def test_a_version_without_an_estimate_gets_a_chunk_of_its_own_to_be_counted() -> None:
+    assert chunks({0: 10, 1: None, 2: 10}) == [
+        Chunk(0, 0),
+        Chunk(1, 1, sized=False),
+        Chunk(2, 2),
+    ]
 
 
 @pytest.mark.parametrize(
