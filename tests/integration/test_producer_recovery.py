@@ -74,6 +74,17 @@ def wait_for_messages(
     raise AssertionError(f"{topic} did not reach {at_least} messages in {timeout_s} s")
 
 
+def following(
+    spark: Any, endpoints: Endpoints, path: str, count: int, rows: int
+) -> subprocess.Popen[bytes]:
+    """A producer process following a table of count commits, once all their rows are out."""
+    commits(spark, path, count=count, rows=rows)
+    topic = unique("cdc")
+    follower = producer_process(endpoints, path, topic, "--poll-interval", "0.2")
+    wait_for_messages(endpoints, topic, at_least=count * rows)
+    return follower
+
+
 def test_restart_resumes_after_the_last_published_version(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
@@ -116,10 +127,7 @@ def test_kill_9_mid_chunk_then_restart_leaves_no_gap_and_no_duplicate(
 def test_sigterm_aborts_the_open_transaction_and_exits_0(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    commits(spark, delta_path, count=2, rows=100)
-    topic = unique("cdc")
-    follower = producer_process(endpoints, delta_path, topic, "--poll-interval", "0.2")
-    wait_for_messages(endpoints, topic, at_least=200)
+    follower = following(spark, endpoints, delta_path, count=2, rows=100)
 
     follower.send_signal(signal.SIGTERM)
 
@@ -129,10 +137,7 @@ def test_sigterm_aborts_the_open_transaction_and_exits_0(
 def test_a_lost_spark_driver_is_named_with_exit_code_3(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    commits(spark, delta_path, count=1, rows=100)
-    topic = unique("cdc")
-    follower = producer_process(endpoints, delta_path, topic, "--poll-interval", "0.2")
-    wait_for_messages(endpoints, topic, at_least=100)
+    follower = following(spark, endpoints, delta_path, count=1, rows=100)
 
     # The driver JVM is the producer's child (a JVM killed for lack of memory looks the same).
     jvm = Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()
