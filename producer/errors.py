@@ -74,10 +74,11 @@ class SparkUnavailableError(ServiceUnavailableError):
 
 
 class SparkDriverLostError(ServiceUnavailableError):
-    def __init__(self, versions: str, cause: str) -> None:
+    def __init__(self, from_version: int, cause: str) -> None:
         super().__init__(
-            f"the Spark driver JVM stopped answering while reading versions {versions} ({cause}); "
-            "its log above says why. If it ran out of memory (java.lang.OutOfMemoryError), give "
-            "it more with --conf spark.driver.memory=4g or lower --max-bytes-per-chunk. "
-            "Published progress is kept: a restart resumes after the last whole chunk"
+            f"the Spark driver JVM died or stopped answering while reading versions from "
+            f"{from_version} ({cause}); its log above says why. If it ran out of memory "
+            "(java.lang.OutOfMemoryError), give it more with --conf spark.driver.memory=4g or "
+            "lower --max-bytes-per-chunk. Published progress is kept: a restart resumes after "
+            "the last whole chunk"
         )

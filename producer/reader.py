@@ -80,7 +80,7 @@ class Reader(threading.Thread):
             self._put(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the publishing thread to raise
             lost = _driver_lost(exc)
-            self._put(SparkDriverLostError(f"{self.next_version}+", lost) if lost else exc)
+            self._put(SparkDriverLostError(self.next_version, lost) if lost else exc)
 
     def _follow(self) -> bool:
         """Emit every chunk up to the table's head; False when --until-version is reached."""

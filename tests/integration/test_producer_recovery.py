@@ -146,7 +146,7 @@ def test_a_lost_spark_driver_is_named_with_exit_code_3(
 
     assert follower.wait(60) == 3
     message = follower.stderr.read().decode() if follower.stderr else ""
-    assert "the Spark driver JVM stopped answering" in message
+    assert "the Spark driver JVM died or stopped answering" in message
     assert "--max-bytes-per-chunk" in message
 
 
