@@ -101,7 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(message)s")
     for chatty in ("py4j", "httpx2"):  # a line per Spark call and per registry request
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_quiet_py4j_retries)
     return run_command("cdfbridge-producer", lambda: settings_from(args), _run, [(FencedError, 4)])
+
+
+def _quiet_py4j_retries(record: logging.LogRecord) -> bool:
+    """py4j logs each retry of a call to the root logger at INFO, with a traceback; the
+    error that follows says what happened."""
+    return not (
+        record.name == "root" and record.levelno < logging.WARNING and "py4j" in record.pathname
+    )
 
 
 def _run(settings: ProducerSettings) -> int:
