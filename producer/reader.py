@@ -79,7 +79,7 @@ class Reader(threading.Thread):
                     break
             self._put(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the publishing thread to raise
-            lost = _driver_lost(exc)
+            lost = driver_lost(exc)
             self._put(SparkDriverLostError(self.next_version, lost) if lost else exc)
 
     def _follow(self) -> bool:
@@ -252,7 +252,7 @@ class Reader(threading.Thread):
                     return
 
 
-def _driver_lost(exc: BaseException) -> str | None:
+def driver_lost(exc: BaseException) -> str | None:
     """Why the Spark driver is gone, if exc says it is (None: it is not)."""
     from py4j.protocol import Py4JNetworkError
 
