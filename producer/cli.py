@@ -107,11 +107,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _quiet_py4j_retries(record: logging.LogRecord) -> bool:
-    """py4j logs each retry of a call to the root logger at INFO, with a traceback; the
-    error that follows says what happened."""
-    return not (
-        record.name == "root" and record.levelno < logging.WARNING and "py4j" in record.pathname
-    )
+    """py4j logs a failed call to the root logger with a traceback (INFO when it retries,
+    ERROR when it gives up); the error raised after it says what happened."""
+    return not (record.name == "root" and "py4j" in record.pathname)
 
 
 def _run(settings: ProducerSettings) -> int:
