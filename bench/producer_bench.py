@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from datetime import datetime
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,8 @@ from stages import PeakRss, backfill
 from producer.generate import SCHEMA
 from producer.progress import ensure_topics
 from producer.publish import Publisher
-from producer.reader import Reader, Slice
-from producer.registry import TopicSchemas
-from producer.run import BATCH_ROWS
+from producer.reader import Slice
+from producer.run import BATCH_ROWS, reader_for
 from producer.settings import ProducerSettings
 from producer.source import DeltaSource
 from producer.spark import session_for
@@ -113,8 +113,6 @@ def publish(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
 
 def halves(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
     """Spark's half alone (read + encode, nothing sent), then Kafka's (send what it made)."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
     settings = ProducerSettings(
         spark={"conf": dict(pair.split("=", 1) for pair in conf)},
         source={
@@ -125,12 +123,9 @@ def halves(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
             "metrics_port": None,
         },
     )
-    config, registry = settings.source, settings.schema_registry
+    config = settings.source
     source = DeltaSource(session_for(settings.spark), config.table)
-    schemas = TopicSchemas(
-        SchemaRegistryClient(registry.client_config()), registry.url, config.topic, config.table
-    )
-    reader = Reader(source, schemas, config, 0, None, threading.Event())
+    reader = reader_for(settings, source, 0, None, threading.Event())
     began = time.monotonic()
     reader.start()
     slices: list[Slice] = []
@@ -143,20 +138,15 @@ def halves(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
             first_chunk_s = time.monotonic() - began
     spark_s = time.monotonic() - began
     rows = sum(len(piece.rows) for piece in slices)
-    first_rows = sum(len(p.rows) for p in slices if p.chunk == slices[0].chunk)
+    first_rows = sum(len(piece.rows) for piece in slices if piece.chunk == slices[0].chunk)
 
     kafka = settings.kafka.client_config()
     ensure_topics(kafka, config.topic, config.partitions)
     publisher = Publisher(kafka, config.topic)
     publisher.start()
     began = time.monotonic()
-    for chunk in dict.fromkeys(piece.chunk for piece in slices):
-        batches = [
-            batch
-            for piece in slices
-            if piece.chunk == chunk
-            for batch in piece.rows.to_batches(max_chunksize=BATCH_ROWS)
-        ]
+    for chunk, pieces in groupby(slices, key=lambda piece: piece.chunk):  # in chunk order
+        batches = [b for piece in pieces for b in piece.rows.to_batches(max_chunksize=BATCH_ROWS)]
         publisher.publish(batches, chunk.last, lambda: False)
     kafka_s = time.monotonic() - began
     publisher.close()

@@ -42,8 +42,6 @@ def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
 
 
 def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading.Event) -> None:
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
     config, topic = settings.source, settings.source.topic_name
     metrics.serve(config.metrics_port)
     source = DeltaSource(spark or session_for(settings.spark), config.table)
@@ -54,17 +52,33 @@ def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading
     last = publisher.start()
     start, snapshot_at = starting_point(config, source, last)
     metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
-    registry = settings.schema_registry
-    schemas = TopicSchemas(
-        SchemaRegistryClient(registry.client_config()), registry.url, topic, config.table
-    )
-    reader = Reader(source, schemas, config, start, snapshot_at, stop)
+    reader = reader_for(settings, source, start, snapshot_at, stop)
     reader.start()
     try:
         _publish_all(reader, publisher, topic, stop)
     finally:
         stop.set()
         publisher.close()
+
+
+def reader_for(
+    settings: ProducerSettings,
+    source: DeltaSource,
+    start: int,
+    snapshot_at: int | None,
+    stop: threading.Event,
+) -> Reader:
+    """The reader of settings' table from start on, registering schemas for its topic."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    config, registry = settings.source, settings.schema_registry
+    schemas = TopicSchemas(
+        SchemaRegistryClient(registry.client_config()),
+        registry.url,
+        config.topic_name,
+        config.table,
+    )
+    return Reader(source, schemas, config, start, snapshot_at, stop)
 
 
 def starting_point(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,6 +23,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the fault suite at large scale: 300 commits of 20,000 rows, 5 kills each",
     )
     faults.addoption("--fault-seed", type=int, help="replay the fault schedule of an earlier run")
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on once this returns."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def unique(prefix: str) -> str:

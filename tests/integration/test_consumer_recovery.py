@@ -21,6 +21,7 @@ from consumer.loop import Pipeline
 from schemas.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
+from tests.conftest import free_port
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     Changes,
@@ -28,7 +29,6 @@ from tests.integration.consumer_support import (
     orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
     settings,
 )
-from tests.integration.test_stack import free_port
 
 pytestmark = pytest.mark.integration
 

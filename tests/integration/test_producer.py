@@ -2,13 +2,13 @@
 
 import json
 import logging
-import socket
 import urllib.request
 from collections import Counter
 from typing import Any
 
 import pytest
 
+from tests.conftest import free_port
 from tests.endpoints import Endpoints
 from tests.producer_helpers import (
     PEOPLE,
@@ -163,9 +163,7 @@ def test_metrics_port_serves_rows_published_and_versions_behind(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
     change_every_way(spark, delta_path)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
 
     topic = publish(spark, endpoints, delta_path, "id", until_version=3, metrics_port=port)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:

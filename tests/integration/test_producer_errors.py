@@ -1,7 +1,6 @@
 """Bad input stops the producer with a message naming the problem and the fix."""
 
 import os
-import socket
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from producer.errors import (
     VersionUnavailableError,
 )
 from schemas.avro import SchemaMappingError
+from tests.conftest import free_port
 from tests.endpoints import Endpoints
 from tests.producer_helpers import PEOPLE, append, changes, create_table, publish, read_topic
 
@@ -156,10 +156,7 @@ def test_unreachable_spark_master_is_retried_then_named_with_exit_code_3(
 ) -> None:
     from producer.cli import main
 
-    with socket.socket() as s:  # a port nothing listens on once the socket is closed
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    master = f"spark://127.0.0.1:{port}"
+    master = f"spark://127.0.0.1:{free_port()}"
     config = tmp_path / "producer.toml"
     config.write_text("[spark]\nstart_attempts = 2\n")
 

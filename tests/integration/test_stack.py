@@ -2,7 +2,6 @@
 
 import os
 import signal
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,16 +11,10 @@ import pytest
 
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
+from tests.conftest import free_port
 from tests.endpoints import Endpoints
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture
