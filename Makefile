@@ -7,10 +7,14 @@ BIN := $(VENV)/bin
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
 
-setup:  ## install a JDK and Maven if missing, the Python env, and the services' jars
+# What the pipeline itself runs from; `setup` adds MinIO, built with Go, for the S3 tests.
+CORE := CDFBRIDGE_FETCH="kafka registry spark"
+
+setup:  ## install a JDK, Maven, the Python env, the services' jars and MinIO (for the tests)
 	@bash stack/bootstrap.sh
 
-up: setup  ## start Kafka, the schema registry and ClickHouse on 127.0.0.1
+up:  ## start Kafka, the schema registry and ClickHouse on 127.0.0.1
+	@$(CORE) bash stack/bootstrap.sh
 	@$(BIN)/cdfbridge-stack up
 
 down:  ## stop the local services
@@ -19,7 +23,8 @@ down:  ## stop the local services
 status:  ## say which local services are up
 	@$(BIN)/cdfbridge-stack status
 
-demo: setup  ## the whole pipeline on the local stack, ending with a ClickHouse = Delta check
+demo:  ## the whole pipeline on the local stack, ending with a ClickHouse = Delta check
+	@$(CORE) bash stack/bootstrap.sh
 	@bash stack/demo.sh
 
 test: setup  ## run the whole test suite against real services (exit 5, no tests, fails)

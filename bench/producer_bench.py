@@ -124,7 +124,7 @@ def halves(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
         },
     )
     config = settings.source
-    source = DeltaSource(session_for(settings.spark), config.table)
+    source = DeltaSource(session_for(settings.spark, settings.storage), config.table)
     reader = reader_for(settings, source, 0, None, threading.Event())
     began = time.monotonic()
     reader.start()

@@ -1,6 +1,8 @@
 """What can stop the producer, each with the fix in its message."""
 
-from schemas.errors import ServiceUnavailableError, TerminalError
+from schemas.errors import ConfigError, ServiceUnavailableError, TerminalError
+
+STORAGE_KEYS = "CDFBRIDGE_STORAGE__ACCESS_KEY_ID and __SECRET_ACCESS_KEY"
 
 
 class TableNotFoundError(TerminalError):
@@ -81,4 +83,31 @@ class SparkDriverLostError(ServiceUnavailableError):
             "(java.lang.OutOfMemoryError), give it more with --conf spark.driver.memory=4g or "
             "lower --max-bytes-per-chunk. Published progress is kept: a restart resumes after "
             "the last whole chunk"
+        )
+
+
+class StorageAccessError(ConfigError):
+    def __init__(self, table: str, endpoint: str) -> None:
+        super().__init__(
+            f"the object store at {endpoint} refused access to {table} (wrong or missing "
+            f"credentials, or no permission); check [storage] access_key_id and "
+            f"secret_access_key ({STORAGE_KEYS}; unset, the default AWS credential chain is "
+            "used) and that they may list and read the table's bucket"
+        )
+
+
+class StorageNotFoundError(TerminalError):
+    def __init__(self, table: str, endpoint: str) -> None:
+        super().__init__(
+            f"the bucket of {table} does not exist at {endpoint}; check --table, and "
+            "[storage] endpoint (CDFBRIDGE_STORAGE__ENDPOINT) and region"
+        )
+
+
+class StorageUnavailableError(ServiceUnavailableError):
+    def __init__(self, table: str, endpoint: str, cause: str) -> None:
+        super().__init__(
+            f"the object store at {endpoint} did not answer for {table} after retries ({cause}); "
+            "check that it runs and that [storage] endpoint (CDFBRIDGE_STORAGE__ENDPOINT) is "
+            "right. Published progress is kept: a restart resumes after the last whole chunk"
         )

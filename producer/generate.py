@@ -1,7 +1,8 @@
 """`cdfbridge-demo-data`: a CDF-enabled Delta table that keeps changing, for demos and tests.
 
 Written with delta-rs (the `deltalake` package), so it needs no JVM and keeps up with one
-commit per second. Commits cycle through insert, update, merge (upsert) and delete.
+commit per second. Commits cycle through insert, update, merge (upsert) and delete. A table on
+S3 (s3:// or s3a://) is reached with the [storage] settings (CDFBRIDGE_STORAGE__*).
 """
 
 from __future__ import annotations
@@ -13,9 +14,17 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pydantic import ValidationError
+
+from schemas.settings import describe
+from schemas.storage import StorageOnly
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 SCHEMA = pa.schema(
     [
@@ -32,26 +41,31 @@ NAMES = ("ann", "bob", "cy", "dee", "eve", "fay", "gus", "hal")
 class Generator:
     """Commits batches of changes to the table at path; ids are decimal strings."""
 
-    def __init__(self, path: str, seed: int = 0) -> None:
+    def __init__(
+        self, path: str, seed: int = 0, storage_options: Mapping[str, str] | None = None
+    ) -> None:
         from deltalake import DeltaTable, write_deltalake
 
         self.path, self.random = path, random.Random(seed)  # noqa: S311 - demo data
-        if not DeltaTable.is_deltatable(path):
+        self.options = dict(storage_options or {}) or None
+        if not DeltaTable.is_deltatable(path, storage_options=self.options):
             empty = SCHEMA.empty_table()
             config = {"delta.enableChangeDataFeed": "true"}
-            write_deltalake(path, empty, mode="append", configuration=config)
-        ids = DeltaTable(path).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+            write_deltalake(
+                path, empty, mode="append", configuration=config, storage_options=self.options
+            )
+        ids = self._table().to_pyarrow_table(columns=["id"]).column("id").to_pylist()
         self.live = {int(i) for i in ids}
         self.next_id = max(self.live, default=-1) + 1
 
     def commit(self, operation: str, rows: int) -> int:
         """One Delta commit of about rows changes; returns the table's new version."""
-        from deltalake import DeltaTable, write_deltalake
+        from deltalake import write_deltalake
 
         if operation == "insert" or len(self.live) < rows:
-            write_deltalake(self.path, self._new(rows), mode="append")
+            write_deltalake(self.path, self._new(rows), mode="append", storage_options=self.options)
         else:
-            merge = DeltaTable(self.path).merge(
+            merge = self._table().merge(
                 self._source(operation, rows),
                 predicate="t.id = s.id",
                 source_alias="s",
@@ -62,7 +76,12 @@ class Generator:
             else:
                 merge = merge.when_matched_update_all().when_not_matched_insert_all()
             merge.execute()
-        return int(DeltaTable(self.path).version())
+        return int(self._table().version())
+
+    def _table(self) -> DeltaTable:
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.path, storage_options=self.options)
 
     def _source(self, operation: str, rows: int) -> pa.Table:
         existing = self.random.sample(
@@ -103,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Create a CDF-enabled Delta table (id, name, age, created_at) and keep "
         "committing inserts, updates, merges and deletes to it.",
     )
-    p.add_argument("--table", required=True, help="table path (created when missing)")
+    p.add_argument("--table", required=True, help="table path or s3a:// URI (created when missing)")
     p.add_argument("--rows-per-commit", type=int, default=20_000)
     p.add_argument("--interval", type=float, default=1.0, help="seconds between commits")
     p.add_argument("--commits", type=int, default=0, help="stop after this many (0: never)")
@@ -114,7 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    generator = Generator(args.table, args.seed)
+    try:
+        options = StorageOnly().storage.delta_rs_options()
+    except ValidationError as exc:
+        print(f"cdfbridge-demo-data: invalid settings:\n{describe(exc)}", file=sys.stderr)
+        return 2
+    generator = Generator(args.table, args.seed, options)
     done = 0
     while not stop.is_set() and (args.commits == 0 or done < args.commits):
         began = time.monotonic()

@@ -24,6 +24,8 @@ from producer.registry import TopicSchemas
 from producer.settings import ProducerSettings, SourceSection
 from producer.source import DeltaSource
 from producer.spark import session_for
+from producer.storage_errors import storage_error
+from schemas.errors import CdfBridgeError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,6 +39,14 @@ def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
     restore = _on_signals(stop)
     try:
         _run(settings, spark, stop)
+    except CdfBridgeError:
+        raise
+    except Exception as exc:
+        # Spark's and Delta's errors, raised here or in the reader: the store's are named.
+        failure = storage_error(exc, settings.source.table, settings.storage.endpoint)
+        if failure is None:
+            raise
+        raise failure from exc
     finally:
         restore()
 
@@ -44,7 +54,7 @@ def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
 def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading.Event) -> None:
     config, topic = settings.source, settings.source.topic_name
     metrics.serve(config.metrics_port)
-    source = DeltaSource(spark or session_for(settings.spark), config.table)
+    source = DeltaSource(spark or session_for(settings.spark, settings.storage), config.table)
     source.check_change_feed()
     kafka = settings.kafka.client_config()
     ensure_topics(kafka, topic, config.partitions)

@@ -11,13 +11,14 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from schemas.naming import default_topic
 from schemas.settings import ENV_PREFIX, ConnectionSettings, Section
+from schemas.storage import StorageSettings
 
 
 class SparkSection(Section):
     master: str = "local[*]"
     # Tries to reach the master and start the session, with back-off (1, 2, 4 ... 30 s).
     start_attempts: int = Field(default=5, gt=0)
-    # Any Spark or Hadoop setting, e.g. {"spark.hadoop.fs.s3a.endpoint": "..."}.
+    # Any Spark or Hadoop setting; wins over what [storage] sets (spark.hadoop.fs.s3a.*).
     conf: dict[str, str] = Field(default_factory=dict)
     # Delta and spark-avro jars for spark.jars; unset: the stack's (cdfbridge-stack fetch).
     # On a cluster, pass spark.jars.packages in conf instead.
@@ -68,6 +69,7 @@ class ProducerSettings(ConnectionSettings):
     )
 
     spark: SparkSection = Field(default_factory=SparkSection)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     source: SourceSection = Field(default_factory=SourceSection)
 
     @model_validator(mode="after")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from producer.cdf import DirectChangeFeed
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.plan import estimate_rows
+from producer.storage_errors import storage_error
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,6 +59,8 @@ class DeltaSource:
                 return DeltaTable.forPath(self.spark, self.table)
             return DeltaTable.forName(self.spark, self.table)
         except AnalysisException as exc:
+            if storage_error(exc, self.table, None) is not None:
+                raise  # the store failed, not the path: run() names it with the endpoint
             raise TableNotFoundError(self.table) from exc
 
     def _read(self, **options: str) -> DataFrame:

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from producer.settings import SparkSection
+    from schemas.storage import StorageSettings
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -66,8 +67,14 @@ def _artifact(file_name: str) -> str:
     return match["artifact"] if match else file_name
 
 
-def session_for(settings: SparkSection) -> SparkSession:
-    """The producer's session: the settings' master and conf, Delta jars from the stack.
+def conf_for(settings: SparkSection, storage: StorageSettings) -> dict[str, str]:
+    """The session's settings: [storage]'s fs.s3a.*, then [spark] conf, which wins."""
+    return {**storage.spark_conf(), **settings.conf}
+
+
+def session_for(settings: SparkSection, storage: StorageSettings) -> SparkSession:
+    """The producer's session: the settings' master, the storage's `fs.s3a.*` settings under
+    the settings' conf (which wins), Delta and S3 jars from the stack.
 
     Retried with back-off while the master cannot be reached; SparkUnavailableError after
     settings.start_attempts tries.
@@ -80,7 +87,10 @@ def session_for(settings: SparkSection) -> SparkSession:
     return start_with_retries(
         settings.master,
         lambda: build_spark_session(
-            "cdfbridge-producer", settings.master, settings.conf, jars if jars.is_dir() else None
+            "cdfbridge-producer",
+            settings.master,
+            conf_for(settings, storage),
+            jars if jars.is_dir() else None,
         ),
         settings.start_attempts,
     )

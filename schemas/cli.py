@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from schemas.errors import CdfBridgeError, TransientError
+from schemas.errors import CdfBridgeError, ConfigError, TransientError
 from schemas.settings import describe
 
 S = TypeVar("S")
@@ -22,7 +22,8 @@ def run_command(
     command: Callable[[S], int],
     codes: Sequence[tuple[type[CdfBridgeError], int]] = (),
 ) -> int:
-    """Exit codes: 2 for settings, `codes` first, then 3 for transient errors, else 1."""
+    """Exit codes: 2 for settings, `codes` first, then 2 for other config errors (such as
+    credentials a service refused), 3 for transient errors, else 1."""
     try:
         settings = settings_from()
     except ValidationError as exc:
@@ -32,7 +33,11 @@ def run_command(
     try:
         return command(settings)
     except CdfBridgeError as exc:
-        chosen: list[tuple[type[CdfBridgeError], int]] = [*codes, (TransientError, 3)]
+        chosen: list[tuple[type[CdfBridgeError], int]] = [
+            *codes,
+            (ConfigError, 2),
+            (TransientError, 3),
+        ]
         return _fail(prog, str(exc), next((c for k, c in chosen if isinstance(exc, k)), 1))
 
 

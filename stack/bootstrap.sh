@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what cdfbridge needs on a fresh Debian/Ubuntu machine, idempotently:
 # a JDK 17+ for Spark and Maven (apt), the Python environment (PyPI) and the
-# services' jars (Maven Central). Later runs reuse pip's and Maven's caches.
+# services' jars (Maven Central) and the S3 test server (MinIO, built with Go: minutes the
+# first time). CDFBRIDGE_FETCH names fewer (e.g. "kafka registry spark"). Later runs reuse
+# pip's, Maven's and Go's caches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -27,5 +29,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 fi
 
-"$VENV/bin/cdfbridge-stack" fetch
+# shellcheck disable=SC2086 # a list of names
+"$VENV/bin/cdfbridge-stack" fetch ${CDFBRIDGE_FETCH:-}
 echo "bootstrap: ready"

@@ -10,7 +10,8 @@ from pydantic import ValidationError
 from schemas.errors import CdfBridgeError
 from schemas.settings import describe
 from stack import services
-from stack.fetch import GOALS, fetch
+from stack.fetch import TARGETS, fetch
+from stack.s3 import S3
 from stack.settings import StackSettings
 
 EPILOG = """\
@@ -19,6 +20,10 @@ settings (env vars):
   CDFBRIDGE_STACK_KAFKA_PORT           default 9092 (controller: ..._KAFKA_CONTROLLER_PORT, 9093)
   CDFBRIDGE_STACK_REGISTRY_PORT        default 8081 (health: ..._REGISTRY_MANAGEMENT_PORT, 8091)
   CDFBRIDGE_STACK_CLICKHOUSE_HTTP_PORT default 8123 (native TCP: ..._CLICKHOUSE_TCP_PORT, 9000)
+  CDFBRIDGE_STACK_S3_PORT              default 9300 (MinIO; bucket: ..._S3_BUCKET, lake)
+  CDFBRIDGE_STACK_MINIO_BINARY         a minio binary to run instead of building one with Go
+  CDFBRIDGE_STACK_SPARK_MASTER_PORT    default 7077 (web UI: ..._SPARK_MASTER_UI_PORT, 8092;
+                                       worker UI: ..._SPARK_WORKER_UI_PORT, 8094)
 
 exit codes: 0 ok, 1 a service failed or is down (status), 2 bad settings or arguments
 """
@@ -27,14 +32,18 @@ exit codes: 0 ok, 1 a service failed or is down (status), 2 bad settings or argu
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="cdfbridge-stack",
-        description="Run Kafka (KRaft), a schema registry and ClickHouse on 127.0.0.1.",
+        description="Run Kafka (KRaft), a schema registry, ClickHouse and, when named, an S3 "
+        "server (MinIO) and a standalone Spark cluster on 127.0.0.1.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
     fetch_cmd = commands.add_parser("fetch", help="download the jars from Maven Central (once)")
-    fetch_cmd.add_argument("jars", nargs="*", help=f"any of {', '.join(GOALS)} (default: all)")
-    for name, text in (("up", "start services (all by default)"), ("down", "stop services")):
+    fetch_cmd.add_argument("jars", nargs="*", help=f"any of {', '.join(TARGETS)} (default: all)")
+    for name, text in (
+        ("up", f"start services (default: {' '.join(services.DEFAULT)})"),
+        ("down", "stop services (default: all)"),
+    ):
         cmd = commands.add_parser(name, help=text)
         cmd.add_argument("service", nargs="*", help=f"any of {', '.join(services.NAMES)}")
     commands.add_parser("status", help="say which services are up, with their endpoints")
@@ -54,14 +63,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, settings: StackSettings) -> int:
-    names = tuple(getattr(args, "service", None) or services.NAMES)
+    named = tuple(getattr(args, "service", None) or ())
     if args.command == "fetch":
-        fetch(settings, tuple(args.jars) or tuple(GOALS))
+        fetch(settings, tuple(args.jars) or TARGETS)
     elif args.command == "up":
-        for status in services.up(settings, names):
+        for status in services.up(settings, named or services.DEFAULT):
             print(status.line())
     elif args.command == "down":
-        services.down(settings, names)
+        services.down(settings, named or services.NAMES)
     elif args.command == "status":
         statuses = services.status(settings)
         for status in statuses:
@@ -71,7 +80,20 @@ def _run(args: argparse.Namespace, settings: StackSettings) -> int:
         print(f"export CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS={settings.kafka_bootstrap}")
         print(f"export CDFBRIDGE_SCHEMA_REGISTRY__URL={settings.registry_url}")
         print(f"export CDFBRIDGE_CLICKHOUSE__URL={settings.clickhouse_url}")
+        print_s3_env(S3(settings))
     return 0
+
+
+def print_s3_env(s3: S3) -> None:
+    """The storage settings for the stack's MinIO, once it has credentials; the keys are
+    read from their files when the lines are evaluated, never printed."""
+    if not s3.secret_key_path.exists():
+        return
+    print(f"# tables: s3a://{s3.settings.s3_bucket}/<name>")
+    print(f"export CDFBRIDGE_STORAGE__ENDPOINT={s3.endpoint}")
+    print("export CDFBRIDGE_STORAGE__ALLOW_HTTP=true CDFBRIDGE_STORAGE__PATH_STYLE_ACCESS=true")
+    print(f'export CDFBRIDGE_STORAGE__ACCESS_KEY_ID="$(cat {s3.access_key_path})"')
+    print(f'export CDFBRIDGE_STORAGE__SECRET_ACCESS_KEY="$(cat {s3.secret_key_path})"')
 
 
 if __name__ == "__main__":

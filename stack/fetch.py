@@ -1,4 +1,4 @@
-"""Collects the services' jars from Maven Central, once per pom version."""
+"""Collects the services' jars from Maven Central, once per pom version, and builds MinIO."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from stack import s3
 from stack.errors import StackSetupError
 from stack.settings import StackSettings
 
@@ -17,6 +18,8 @@ GOALS = {
     "spark": "dependency:copy-dependencies",
     "registry": "dependency:unpack",
 }
+# Everything `fetch` can get: the poms above, and the S3 server built with Go.
+TARGETS = (*GOALS, "minio")
 
 
 def java() -> str:
@@ -34,12 +37,15 @@ def lib_dir(settings: StackSettings, name: str) -> Path:
     return settings.lib / name
 
 
-def fetch(settings: StackSettings, names: tuple[str, ...] = tuple(GOALS)) -> None:
-    """Run mvn for each pom whose jars are missing or older than the pom."""
-    unknown = set(names) - set(GOALS)
+def fetch(settings: StackSettings, names: tuple[str, ...] = TARGETS) -> None:
+    """Run mvn for each pom whose jars are missing or older than the pom; build MinIO."""
+    unknown = set(names) - set(TARGETS)
     if unknown:
-        raise StackSetupError(f"nothing to fetch for {sorted(unknown)}; choose from {list(GOALS)}")
+        raise StackSetupError(f"nothing to fetch for {sorted(unknown)}; choose from {TARGETS}")
     for name in names:
+        if name == "minio":
+            s3.build(settings)
+            continue
         pom = POMS / name / "pom.xml"
         target = lib_dir(settings, name)
         stamp = target / ".pom-sha256"

@@ -16,6 +16,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 class Kafka(Service):
     name = "kafka"
+    needs = ("kafka",)  # what `cdfbridge-stack fetch` gets for it
 
     @property
     def endpoint(self) -> str:

@@ -32,6 +32,7 @@ class Service(ABC):
     """One service of the stack; subclasses say how to prepare, launch and probe it."""
 
     name: str
+    needs: tuple[str, ...] = ()  # fetch targets (stack.fetch.TARGETS) it runs from
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
@@ -67,6 +68,13 @@ class Service(ABC):
     def probe(self) -> bool:
         """True once the service answers requests."""
 
+    def environment(self) -> dict[str, str]:
+        """Env vars the process gets on top of ours."""
+        return {}
+
+    def on_ready(self) -> None:  # noqa: B027 - a hook most services leave empty
+        """Runs after every start, once the service answers; must be idempotent."""
+
     def pid(self) -> int | None:
         """PID of our running process, or None (a stale PID file is ignored)."""
         try:
@@ -89,6 +97,7 @@ class Service(ABC):
             self.prepare()
             self._spawn()
         self.wait_ready()
+        self.on_ready()
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM, then SIGKILL after timeout_s; a no-op when not running."""
@@ -123,6 +132,7 @@ class Service(ABC):
                 self.command(),
                 cwd=self.dir,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.environment()},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # outlives the command that started it

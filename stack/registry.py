@@ -10,6 +10,7 @@ from stack.settings import LOOPBACK
 
 class Registry(Service):
     name = "registry"
+    needs = ("registry",)  # what `cdfbridge-stack fetch` gets for it
 
     @property
     def endpoint(self) -> str:

@@ -10,11 +10,16 @@ from stack.fetch import fetch
 from stack.kafka import Kafka
 from stack.process import Service, Status
 from stack.registry import Registry
+from stack.s3 import S3
 from stack.settings import StackSettings
+from stack.spark_cluster import SparkMaster, SparkWorker
 
 # Start order; stop runs in reverse.
-SERVICES: tuple[type[Service], ...] = (Kafka, Registry, ClickHouse)
+SERVICES: tuple[type[Service], ...] = (Kafka, Registry, ClickHouse, S3, SparkMaster, SparkWorker)
 NAMES = tuple(cls.name for cls in SERVICES)
+# What `up` starts when no service is named: the pipeline's own. S3 (its first build takes
+# minutes) and a standalone Spark cluster only when named: `up s3 spark-master spark-worker`.
+DEFAULT = ("kafka", "registry", "clickhouse")
 
 
 def select(settings: StackSettings, names: Iterable[str] = NAMES) -> list[Service]:
@@ -25,10 +30,10 @@ def select(settings: StackSettings, names: Iterable[str] = NAMES) -> list[Servic
     return [cls(settings) for cls in SERVICES if cls.name in wanted]
 
 
-def up(settings: StackSettings, names: Iterable[str] = NAMES) -> list[Status]:
+def up(settings: StackSettings, names: Iterable[str] = DEFAULT) -> list[Status]:
     """Fetch what is missing and start every service that is not running; idempotent."""
-    fetch(settings)
     chosen = select(settings, names)
+    fetch(settings, ("spark", *(need for service in chosen for need in service.needs)))
     for service in chosen:
         service.start()
     return [service.status() for service in chosen]
@@ -40,4 +45,6 @@ def down(settings: StackSettings, names: Iterable[str] = NAMES) -> None:
 
 
 def status(settings: StackSettings) -> list[Status]:
-    return [service.status() for service in select(settings)]
+    """The default services, and any other that runs."""
+    chosen = select(settings)
+    return [s.status() for s in chosen if s.name in DEFAULT or s.pid() is not None]

@@ -21,6 +21,15 @@ class StackSettings(BaseSettings):
     clickhouse_tcp_port: int = Field(default=9000, ge=1, le=65535)
     registry_port: int = Field(default=8081, ge=1, le=65535)
     registry_management_port: int = Field(default=8091, ge=1, le=65535)
+    s3_port: int = Field(default=9300, ge=1, le=65535)
+    s3_bucket: str = Field(default="lake", pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+    spark_master_port: int = Field(default=7077, ge=1, le=65535)
+    spark_master_ui_port: int = Field(default=8092, ge=1, le=65535)
+    spark_worker_ui_port: int = Field(default=8094, ge=1, le=65535)
+    spark_worker_cores: int = Field(default=1, gt=0)
+    spark_worker_memory: str = Field(default="2g", pattern=r"^\d+[mg]$")
+    # A minio binary of one's own instead of building one with Go (`cdfbridge-stack fetch`).
+    minio_binary: Path | None = None
     kafka_heap: str = Field(default="512m", pattern=r"^\d+[mg]$")
     registry_heap: str = Field(default="384m", pattern=r"^\d+[mg]$")
     start_timeout_s: float = Field(default=180.0, gt=0)
@@ -41,6 +50,14 @@ class StackSettings(BaseSettings):
     @property
     def clickhouse_url(self) -> str:
         return f"http://{LOOPBACK}:{self.clickhouse_http_port}"
+
+    @property
+    def s3_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.s3_port}"
+
+    @property
+    def spark_master_url(self) -> str:
+        return f"spark://{LOOPBACK}:{self.spark_master_port}"
 
     @property
     def registry_url(self) -> str:

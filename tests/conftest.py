@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.endpoints import Endpoints, provide
+from tests.endpoints import Endpoints, ObjectStore, object_store_provided, provide
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -119,3 +119,25 @@ def spark() -> Iterator[Any]:
 @pytest.fixture
 def delta_path(tmp_path: Path) -> str:
     return str(tmp_path / "delta_table")
+
+
+@pytest.fixture(scope="session")
+def object_store() -> Iterator[ObjectStore]:
+    """An S3 server with a bucket for tables: CDFBRIDGE_STORAGE__* when they name an endpoint,
+    else the local stack's MinIO (built on first use, which takes minutes)."""
+    with object_store_provided() as store:
+        yield store
+
+
+@pytest.fixture(scope="session")
+def spark_cluster() -> Iterator[str]:
+    """The URL of a standalone Spark master with one worker, from the local stack."""
+    from stack import services
+    from stack.settings import StackSettings
+
+    settings = StackSettings()
+    names = ("spark-master", "spark-worker")
+    already_up = {s.name for s in services.status(settings) if s.ready}
+    services.up(settings, names)
+    yield settings.spark_master_url
+    services.down(settings, [n for n in names if n not in already_up])

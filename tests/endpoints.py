@@ -12,7 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import SecretStr
+
 from schemas.settings import ConnectionSettings, SchemaRegistrySettings
+from schemas.storage import StorageOnly, StorageSettings
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,67 @@ def _containers() -> Iterator[Endpoints]:
 
 def _url(container: Any, port: int) -> str:
     return f"http://{container.get_container_host_ip()}:{container.get_exposed_port(port)}"
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    storage: StorageSettings  # how every tool reaches it
+    bucket: str
+    origin: str  # "env" or "local stack"
+    # Stops and starts the server, returning once it answers (local stack only).
+    restart: Callable[[], None] | None = field(default=None, compare=False)
+
+    def uri(self, prefix: str = "table") -> str:
+        """A new table's URI, as Spark names it."""
+        import uuid
+
+        return f"s3a://{self.bucket}/{prefix}_{uuid.uuid4().hex[:10]}"
+
+    def with_storage(self, **changes: Any) -> ObjectStore:
+        """The same bucket reached with other settings (wrong keys, another endpoint)."""
+        from dataclasses import replace
+
+        return replace(self, storage=self.storage.model_copy(update=changes))
+
+    def env(self) -> dict[str, str]:
+        """CDFBRIDGE_STORAGE__* for a process of ours (secrets included, for it alone)."""
+        found = {}
+        for key, value in self.storage.model_dump(exclude_none=True).items():
+            text = value.get_secret_value() if isinstance(value, SecretStr) else value
+            found[f"CDFBRIDGE_STORAGE__{key.upper()}"] = (
+                str(text).lower() if isinstance(text, bool) else str(text)
+            )
+        return found
+
+
+@contextmanager
+def object_store_provided() -> Iterator[ObjectStore]:
+    from stack import services
+    from stack.s3 import S3
+    from stack.settings import StackSettings
+
+    settings = StackSettings()
+    given = StorageOnly().storage
+    if given.endpoint:
+        yield ObjectStore(given, settings.s3_bucket, "env")
+        return
+    started = not S3(settings).status().ready
+    services.up(settings, ["s3"])
+    access, secret = S3(settings).credentials()
+    storage = StorageSettings(
+        endpoint=settings.s3_url,
+        path_style_access=True,
+        allow_http=True,
+        access_key_id=access,
+        secret_access_key=secret,
+    )
+
+    def restart() -> None:
+        services.down(settings, ["s3"])
+        services.up(settings, ["s3"])
+
+    try:
+        yield ObjectStore(storage, settings.s3_bucket, "local stack", restart)
+    finally:
+        if started:
+            services.down(settings, ["s3"])

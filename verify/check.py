@@ -43,7 +43,7 @@ def verify(settings: VerifySettings) -> Report:
         while True:
             version = s.version if s.version is not None else _published(settings)
             if version != staged:
-                delta = snapshot.open_version(s.table, version, s.storage_options)
+                delta = snapshot.open_version(s.table, version, settings.storage_options)
                 shared, problems = _shared_columns(columns, delta.schema.names)
                 snapshot.stage(client, staging, shared, delta)
                 staged = version

@@ -10,6 +10,7 @@ from pydantic_settings import NoDecode
 
 from schemas.naming import default_table, default_topic
 from schemas.settings import ConnectionSettings, Section
+from schemas.storage import StorageSettings
 
 
 class VerifySection(Section):
@@ -19,7 +20,8 @@ class VerifySection(Section):
     primary_key: Annotated[list[str], NoDecode] = Field(default_factory=list)  # default: ORDER BY
     version: int | None = Field(default=None, ge=0)  # default: the last published version
     wait_seconds: float = Field(default=0.0, ge=0)  # retry until equal, for a catching-up consumer
-    storage_options: dict[str, str] = Field(default_factory=dict)  # delta-rs object-store options
+    # delta-rs object-store options, over those [storage] gives.
+    storage_options: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("primary_key", mode="before")
     @classmethod
@@ -45,3 +47,9 @@ class VerifySection(Section):
 
 class VerifySettings(ConnectionSettings):
     verify: VerifySection
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """delta-rs options for the table: [storage]'s, then --storage-option's."""
+        return {**self.storage.delta_rs_options(), **self.verify.storage_options}

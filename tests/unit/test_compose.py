@@ -23,7 +23,7 @@ def services() -> dict[str, Any]:
 
 
 def test_compose_runs_the_stack_and_both_stages(services: dict[str, Any]) -> None:
-    assert set(services) == {"kafka", "registry", "clickhouse", *OURS}
+    assert set(services) == {"kafka", "registry", "clickhouse", "minio", *OURS}
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,7 @@ def test_compose_runs_the_stack_and_both_stages(services: dict[str, Any]) -> Non
         ("kafka", "apache/kafka:4.1"),
         ("registry", "apicurio/apicurio-registry:3"),
         ("clickhouse", "clickhouse/clickhouse-server:26.9"),
+        ("minio", "quay.io/minio/minio:RELEASE."),
     ],
 )
 def test_services_use_official_images_with_pinned_versions(
