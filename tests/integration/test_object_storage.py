@@ -154,9 +154,14 @@ def test_producer_on_a_standalone_cluster_reads_an_s3_table(
 
 
 def executors_ran(app: str) -> bool:
-    """Whether the master ran an application named app with executors on its worker."""
+    """Whether the master's last application named app ran an executor on the worker: the
+    worker keeps each executor's jars (fetched from the driver) and logs under its work dir."""
     from stack.settings import StackSettings
     from stack.spark_cluster import master_state
 
-    state = master_state(StackSettings())
-    return any(a["name"] == app and a["cores"] > 0 for a in state["completedapps"])
+    settings = StackSettings()
+    apps = [a for a in master_state(settings)["completedapps"] if a["name"] == app]
+    work = settings.home / "spark-worker" / "work" / apps[-1]["id"]
+    return apps[-1]["cores"] > 0 and any(
+        (executor / "stderr").exists() for executor in work.iterdir()
+    )
