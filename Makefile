@@ -7,10 +7,11 @@ BIN := $(VENV)/bin
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
 
-# What the pipeline itself runs from; `setup` adds MinIO, built with Go, for the S3 tests.
+# What the pipeline itself runs from; `setup` adds the object stores the tests use: MinIO
+# (built with Go) and Azurite (npm).
 CORE := CDFBRIDGE_FETCH="kafka registry spark"
 
-setup:  ## install a JDK, Maven, the Python env, the services' jars and MinIO (for the tests)
+setup:  ## install a JDK, Maven, the Python env, the services' jars, MinIO and Azurite
 	@bash stack/bootstrap.sh
 
 up:  ## start Kafka, the schema registry and ClickHouse on 127.0.0.1

@@ -21,6 +21,7 @@ settings (env vars):
   CDFBRIDGE_STACK_REGISTRY_PORT        default 8081 (health: ..._REGISTRY_MANAGEMENT_PORT, 8091)
   CDFBRIDGE_STACK_CLICKHOUSE_HTTP_PORT default 8123 (native TCP: ..._CLICKHOUSE_TCP_PORT, 9000)
   CDFBRIDGE_STACK_S3_PORT              default 9300 (MinIO; bucket: ..._S3_BUCKET, lake)
+  CDFBRIDGE_STACK_AZURE_PORT           default 10000 (Azurite; container: ..._AZURE_CONTAINER, lake)
   CDFBRIDGE_STACK_MINIO_BINARY         a minio binary to run instead of building one with Go
   CDFBRIDGE_STACK_SPARK_MASTER_PORT    default 7077 (web UI: ..._SPARK_MASTER_UI_PORT, 8092;
                                        worker UI: ..._SPARK_WORKER_UI_PORT, 8094)
@@ -33,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="cdfbridge-stack",
         description="Run Kafka (KRaft), a schema registry, ClickHouse and, when named, an S3 "
-        "server (MinIO) and a standalone Spark cluster on 127.0.0.1.",
+        "server (MinIO), the Azure Storage emulator (Azurite) and a standalone Spark cluster on "
+        "127.0.0.1.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

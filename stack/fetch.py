@@ -1,4 +1,5 @@
-"""Collects the services' jars from Maven Central, once per pom version, and builds MinIO."""
+"""Collects the services' jars from Maven Central, once per pom version, builds MinIO and
+installs Azurite."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from stack import s3
+from stack import azure, s3
 from stack.errors import StackSetupError
 from stack.settings import StackSettings
 
@@ -18,8 +19,9 @@ GOALS = {
     "spark": "dependency:copy-dependencies",
     "registry": "dependency:unpack",
 }
-# Everything `fetch` can get: the poms above, and the S3 server built with Go.
-TARGETS = (*GOALS, "minio")
+# Everything `fetch` can get: the poms above, the S3 server built with Go, and the Azure
+# Storage emulator from npm.
+TARGETS = (*GOALS, "minio", "azurite")
 
 
 def java() -> str:
@@ -45,6 +47,9 @@ def fetch(settings: StackSettings, names: tuple[str, ...] = TARGETS) -> None:
     for name in names:
         if name == "minio":
             s3.build(settings)
+            continue
+        if name == "azurite":
+            azure.install(settings)
             continue
         pom = POMS / name / "pom.xml"
         target = lib_dir(settings, name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from schemas.errors import ConfigError
+from stack.azure import Azure
 from stack.clickhouse import ClickHouse
 from stack.fetch import fetch
 from stack.kafka import Kafka
@@ -15,10 +16,19 @@ from stack.settings import StackSettings
 from stack.spark_cluster import SparkMaster, SparkWorker
 
 # Start order; stop runs in reverse.
-SERVICES: tuple[type[Service], ...] = (Kafka, Registry, ClickHouse, S3, SparkMaster, SparkWorker)
+SERVICES: tuple[type[Service], ...] = (
+    Kafka,
+    Registry,
+    ClickHouse,
+    S3,
+    Azure,
+    SparkMaster,
+    SparkWorker,
+)
 NAMES = tuple(cls.name for cls in SERVICES)
-# What `up` starts when no service is named: the pipeline's own. S3 (its first build takes
-# minutes) and a standalone Spark cluster only when named: `up s3 spark-master spark-worker`.
+# What `up` starts when no service is named: the pipeline's own. The object stores (MinIO's
+# first build takes minutes) and a standalone Spark cluster only when named:
+# `up s3 azure spark-master spark-worker`.
 DEFAULT = ("kafka", "registry", "clickhouse")
 
 

@@ -23,6 +23,8 @@ class StackSettings(BaseSettings):
     registry_management_port: int = Field(default=8091, ge=1, le=65535)
     s3_port: int = Field(default=9300, ge=1, le=65535)
     s3_bucket: str = Field(default="lake", pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+    azure_port: int = Field(default=10000, ge=1, le=65535)  # delta-rs's emulator default
+    azure_container: str = Field(default="lake", pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
     spark_master_port: int = Field(default=7077, ge=1, le=65535)
     spark_master_ui_port: int = Field(default=8092, ge=1, le=65535)
     spark_worker_ui_port: int = Field(default=8094, ge=1, le=65535)
