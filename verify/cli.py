@@ -16,7 +16,8 @@ from verify.settings import VerifySettings
 EXIT_CODES = """\
 exit codes:
   0  equal
-  1  not equal (the report names lost, extra and wrong keys), or nothing to compare yet
+  1  not equal (the report names lost, extra and wrong keys), nothing to compare yet, or the
+     Delta table cannot be read (the message says why)
   2  invalid settings or arguments
   3  Kafka or ClickHouse did not answer
 """

@@ -3,6 +3,7 @@ both sides are compared in the same column types."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,18 @@ def open_version(uri: str, version: int, storage_options: Mapping[str, str]) -> 
             f"Delta table {uri} cannot be read at version {version} ({exc}); if its history was "
             "vacuumed, compare a newer version with --version"
         ) from exc
+    except OSError as exc:  # delta-rs's object-store failures carry no code, only their text
+        raise NothingToCompareError(
+            f"Delta table {uri} cannot be read from its object store ({_oneline(exc)}); check "
+            "[storage] endpoint, region and keys (CDFBRIDGE_STORAGE__*, or --storage-option) "
+            "and that the bucket exists"
+        ) from exc
+
+
+def _oneline(exc: OSError, limit: int = 400) -> str:
+    """delta-rs's multi-line, coloured error as one plain line."""
+    text = re.sub(r"\x1b\[[0-9;]*m|[↳]", " ", str(exc))
+    return " ".join(text.split())[:limit]
 
 
 def stage(

@@ -3,12 +3,16 @@ names the setting to fix, the documented exit code, and never a secret."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from typing import Any
+
 import pytest
 from pydantic import SecretStr
 
 from tests.conftest import free_port, unique
 from tests.endpoints import Endpoints, ObjectStore
-from tests.integration.test_object_storage import finished, producer, write
+from tests.integration.test_object_storage import environment, finished, producer, write
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -72,3 +76,34 @@ def test_an_endpoint_that_does_not_answer_exits_3_naming_the_endpoint(
     assert code == 3, errors
     assert f"object store at {nowhere} did not answer" in errors
     assert "Traceback" not in errors
+
+
+def test_verify_names_a_store_it_cannot_read_and_never_the_secret(
+    endpoints: Endpoints,
+    object_store: ObjectStore,
+    s3_table: str,
+    clickhouse: Any,
+    ch_database: str,
+) -> None:
+    clickhouse.command(  # as the consumer makes it, enough for verify to reach the table
+        f"CREATE TABLE `{ch_database}`.people (id String, _version UInt64 MATERIALIZED 0, "
+        "_is_deleted UInt8 MATERIALIZED 0) ENGINE = MergeTree ORDER BY id"
+    )
+    wrong = SecretStr(f"not-the-secret-{unique('x')}")
+    store = object_store.with_storage(secret_access_key=wrong)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "verify", "--table", s3_table, "--version", "1"]
+        + ["--clickhouse-table", "people"],
+        env={**environment(endpoints, store), "CDFBRIDGE_CLICKHOUSE__DATABASE": ch_database},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cannot be read from its object store" in done.stderr
+    assert "CDFBRIDGE_STORAGE__" in done.stderr
+    assert wrong.get_secret_value() not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
