@@ -20,8 +20,8 @@ class SparkSection(Section):
     start_attempts: int = Field(default=5, gt=0)
     # Any Spark or Hadoop setting; wins over what [storage] sets (spark.hadoop.fs.s3a.*).
     conf: dict[str, str] = Field(default_factory=dict)
-    # Delta and spark-avro jars for spark.jars; unset: the stack's (cdfbridge-stack fetch).
-    # On a cluster, pass spark.jars.packages in conf instead.
+    # Delta, spark-avro and object-store jars for spark.jars, which the driver also serves to
+    # a cluster's executors; unset: the stack's (cdfbridge-stack fetch spark).
     jars_dir: Path | None = None
 
 

@@ -7,14 +7,13 @@ Its account is the emulator's well-known one (devstoreaccount1), whose key is pu
 from __future__ import annotations
 
 import os
-import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 from stack.errors import StackSetupError
 from stack.process import Service
 from stack.settings import LOOPBACK, StackSettings
+from stack.tools import run_logged, tool
 
 PACKAGE = "azurite@3.35.0"
 ACCOUNT = "devstoreaccount1"
@@ -34,21 +33,10 @@ def install(settings: StackSettings) -> None:
     stamp = target / ".version"
     if stamp.exists() and stamp.read_text() == PACKAGE and azurite_blob(settings).exists():
         return
-    npm = shutil.which("npm")
-    if npm is None:
-        raise StackSetupError("npm is not on PATH; install Node.js 18 or later with npm")
+    npm = tool("npm", "install Node.js 18 or later with npm")
     target.mkdir(parents=True, exist_ok=True)
-    log = settings.lib / "azurite.npm.log"
-    with log.open("wb") as out:
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(target), "--no-audit", "--no-fund", PACKAGE],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    if done.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:]
-        raise StackSetupError(f"installing Azurite failed; see {log}:\n{tail}")
+    argv = [npm, "install", "--prefix", str(target), "--no-audit", "--no-fund", PACKAGE]
+    run_logged(argv, settings.lib / "azurite.npm.log", "installing Azurite")
     stamp.write_text(PACKAGE)
 
 

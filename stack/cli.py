@@ -40,8 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    fetch_cmd = commands.add_parser("fetch", help="download the jars from Maven Central (once)")
-    fetch_cmd.add_argument("jars", nargs="*", help=f"any of {', '.join(TARGETS)} (default: all)")
+    fetch_cmd = commands.add_parser(
+        "fetch", help="download the jars, build MinIO and install Azurite (once each)"
+    )
+    fetch_cmd.add_argument("targets", nargs="*", help=f"any of {', '.join(TARGETS)} (default: all)")
     for name, text in (
         ("up", f"start services (default: {' '.join(services.DEFAULT)})"),
         ("down", "stop services (default: all)"),
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, settings: StackSettings) -> int:
     named = tuple(getattr(args, "service", None) or ())
     if args.command == "fetch":
-        fetch(settings, tuple(args.jars) or TARGETS)
+        fetch(settings, tuple(args.targets) or TARGETS)
     elif args.command == "up":
         for status in services.up(settings, named or services.DEFAULT):
             print(status.line())

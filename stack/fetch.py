@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 from pathlib import Path
 
 from stack import azure, s3
 from stack.errors import StackSetupError
 from stack.settings import StackSettings
+from stack.tools import run_logged, tool
 
 POMS = Path(__file__).parent / "maven"
 # What each pom does: copy a runtime classpath, or unpack an assembly.
@@ -64,17 +64,7 @@ def fetch(settings: StackSettings, names: tuple[str, ...] = TARGETS) -> None:
 
 
 def _mvn(pom: Path, goal: str, target: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise StackSetupError("Maven is not on PATH; install it (apt-get install maven)")
+    mvn = tool("mvn", "install Maven (apt-get install maven)")
+    argv = [mvn, "-B", "-q", "-f", str(pom), goal, f"-Dstack.lib={target}"]
     log = target.parent / f"{target.name}.mvn.log"
-    with log.open("wb") as out:
-        done = subprocess.run(
-            [mvn, "-B", "-q", "-f", str(pom), goal, f"-Dstack.lib={target}"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    if done.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:]
-        raise StackSetupError(f"mvn {goal} for {pom.parent.name} failed; see {log}:\n{tail}")
+    run_logged(argv, log, f"mvn {goal} for {pom.parent.name}")

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
-import subprocess
 from pathlib import Path
 
 from stack.errors import StackSetupError
 from stack.process import Service, http_ok
 from stack.settings import LOOPBACK, StackSettings
+from stack.tools import run_logged, tool
 
 MODULE = "github.com/minio/minio"
 # Pinned for reproducible builds: `go list -m github.com/minio/minio@latest` on 2026-11-23.
@@ -41,26 +40,15 @@ def build(settings: StackSettings) -> None:
     stamp = target / ".version"
     if stamp.exists() and stamp.read_text() == VERSION and minio_binary(settings).exists():
         return
-    go = shutil.which("go")
-    if go is None:
-        raise StackSetupError(
-            "Go is not on PATH, and the local S3 server (MinIO) is built with it: install Go "
-            "1.24 or later, or set CDFBRIDGE_STACK_MINIO_BINARY to a minio binary"
-        )
+    go = tool(
+        "go",
+        "the local S3 server (MinIO) is built with it: install Go 1.24 or later, or set "
+        "CDFBRIDGE_STACK_MINIO_BINARY to a minio binary",
+    )
     target.mkdir(parents=True, exist_ok=True)
-    log = settings.lib / "minio.go.log"
     env = {**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
-    with log.open("wb") as out:
-        done = subprocess.run(
-            [go, "install", f"{MODULE}@{VERSION}"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            check=False,
-        )
-    if done.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:]
-        raise StackSetupError(f"building MinIO failed; see {log}:\n{tail}")
+    log = settings.lib / "minio.go.log"
+    run_logged([go, "install", f"{MODULE}@{VERSION}"], log, "building MinIO", env)
     stamp.write_text(VERSION)
 
 

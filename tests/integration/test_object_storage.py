@@ -67,10 +67,12 @@ def finished(process: subprocess.Popen[bytes], timeout_s: float = 240) -> tuple[
     return code, process.stderr.read().decode() if process.stderr else ""
 
 
-def verify(endpoints: Endpoints, store: ObjectStore, uri: str, topic: str, database: str) -> bool:
-    """cdfbridge-verify, reading the table from S3 with the same storage settings."""
+def verify(
+    endpoints: Endpoints, store: ObjectStore | None, uri: str, topic: str, database: str, *args: str
+) -> bool:
+    """cdfbridge-verify, reading the table with the same storage settings as the producer."""
     done = subprocess.run(
-        [sys.executable, "-m", "verify", "--table", uri, "--topic", topic, "--wait", "30"],
+        [sys.executable, "-m", "verify", "--table", uri, "--topic", topic, "--wait", "30", *args],
         env={**environment(endpoints, store), "CDFBRIDGE_CLICKHOUSE__DATABASE": database},
         capture_output=True,
         text=True,

@@ -4,8 +4,6 @@ the producer reads it through ABFS with hadoop-azure from the stack's jar set, a
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 
@@ -18,7 +16,7 @@ from stack.settings import StackSettings
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
-from tests.integration.test_object_storage import EVERY_KIND, environment, finished, producer
+from tests.integration.test_object_storage import EVERY_KIND, finished, producer, verify
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -64,14 +62,6 @@ def test_an_adls_table_replicates_and_verify_reads_it_back(
     assert code == 0, errors
     Pipeline(consumer_settings(endpoints, topic, ch_database), until_caught_up=True).run()
 
-    done = subprocess.run(
-        [sys.executable, "-m", "verify", "--table", f"az://{azurite.azure_container}/{name}"]
-        + ["--topic", topic, "--storage-option", "AZURE_STORAGE_USE_EMULATOR=true"],
-        env={**environment(endpoints, None), "CDFBRIDGE_CLICKHOUSE__DATABASE": ch_database},
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.rstrip().endswith("equal")
+    delta_rs_uri = f"az://{azurite.azure_container}/{name}"
+    option = "AZURE_STORAGE_USE_EMULATOR=true"
+    assert verify(endpoints, None, delta_rs_uri, topic, ch_database, "--storage-option", option)
