@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -150,20 +151,21 @@ def test_producer_on_a_standalone_cluster_reads_an_s3_table(
     )
 
     assert code == 0, errors
-    assert executors_ran("cdfbridge-producer")
+    logs = executor_logs("cdfbridge-producer")
+    assert logs
+    secret = object_store.env().get("CDFBRIDGE_STORAGE__SECRET_ACCESS_KEY", "no secret given")
+    assert not [log for log in logs if secret in log.read_text(errors="replace")]
     Pipeline(consumer_settings(endpoints, topic, ch_database), until_caught_up=True).run()
     assert verify(endpoints, object_store, uri, topic, ch_database)
 
 
-def executors_ran(app: str) -> bool:
-    """Whether the master's last application named app ran an executor on the worker: the
-    worker keeps each executor's jars (fetched from the driver) and logs under its work dir."""
+def executor_logs(app: str) -> list[Path]:
+    """The logs of the executors the worker ran for the master's last application named app
+    (each executor's directory also holds the jars it fetched from the driver)."""
     from stack.settings import StackSettings
     from stack.spark_cluster import master_state
 
     settings = StackSettings()
     apps = [a for a in master_state(settings)["completedapps"] if a["name"] == app]
     work = settings.home / "spark-worker" / "work" / apps[-1]["id"]
-    return apps[-1]["cores"] > 0 and any(
-        (executor / "stderr").exists() for executor in work.iterdir()
-    )
+    return [log for executor in work.iterdir() for log in executor.glob("std*")]

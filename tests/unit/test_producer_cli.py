@@ -28,4 +28,5 @@ def test_help_lists_every_env_var_and_the_exit_codes(capsys: pytest.CaptureFixtu
     text = capsys.readouterr().out
     assert "CDFBRIDGE_SOURCE__MAX_BYTES_PER_CHUNK" in text
     assert "CDFBRIDGE_KAFKA__SASL_PASSWORD" in text
+    assert "CDFBRIDGE_STORAGE__SECRET_ACCESS_KEY" in text
     assert "4  fenced" in text
