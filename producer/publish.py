@@ -93,16 +93,25 @@ class Publisher:
         deletes = batch.column(IS_DELETE).to_pylist() if self.tombstones else None
         produce, topic = self._producer.produce, self.topic
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-            while True:
-                try:
-                    produce(topic, value, key)
-                    if deletes is not None and deletes[i]:
-                        produce(topic, None, key)  # tombstone after the delete, for compaction
-                    break
-                except BufferError:
-                    self._producer.poll(0.05)  # local queue full: let librdkafka drain it
+            try:  # the common case inline: a call less per message
+                produce(topic, value, key)
+            except BufferError:
+                self._producer.poll(0.05)
+                self._produce(value, key)
+            if deletes is not None and deletes[i]:
+                self._produce(None, key)  # tombstone after the delete, for compaction
         self._producer.poll(0)
         return len(keys)
+
+    def _produce(self, value: bytes | None, key: bytes) -> None:
+        """One message, retried alone while librdkafka's local queue is full: a retry never
+        sends again what was already queued."""
+        while True:
+            try:
+                self._producer.produce(self.topic, value, key)
+                return
+            except BufferError:
+                self._producer.poll(0.05)  # let librdkafka drain the queue
 
     def _raise_if_fatal(self, exc: KafkaException) -> None:
         error: KafkaError = exc.args[0]
