@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,6 +27,9 @@ SMALL_MACHINE_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.databricks.delta.snapshotPartitions": "2",
 }
+# spark-avro warns once per task that the key's Avro schema is non-nullable where Spark's
+# column is nullable; a NULL key is refused before it is encoded (NullKeyError).
+QUIET_LOGGERS = {"org.apache.spark.sql.avro.AvroSerializer": "ERROR"}
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(?:-\d+)?\.jar$")
 
 
@@ -49,7 +52,17 @@ def build_spark_session(
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    _quiet(session, QUIET_LOGGERS)
+    return session
+
+
+def _quiet(session: SparkSession, loggers: Mapping[str, str]) -> None:
+    """Raise the level of the driver JVM's loggers that say nothing a user can act on."""
+    jvm: Any = session._jvm
+    log4j = jvm.org.apache.logging.log4j
+    for name, level in loggers.items():
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.getLevel(level))
 
 
 def extra_jars(delta_jars: Path) -> list[Path]:

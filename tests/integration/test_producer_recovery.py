@@ -164,3 +164,15 @@ def test_a_second_producer_fences_the_first(endpoints: Endpoints, topic_factory:
     with pytest.raises(FencedError, match="another producer"):
         first.publish([batch], last_version=1, stop=lambda: False)
     assert second.publish([batch], last_version=1, stop=lambda: False) == 1
+
+
+def test_the_producer_log_has_no_warning_per_task(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    commits(spark, delta_path, count=3, rows=100)
+    process = producer_process(endpoints, delta_path, unique("cdc"), "--until-version", "3")
+
+    assert process.wait(120) == 0
+    log = process.stderr.read().decode() if process.stderr else ""
+    assert '"event": "chunk_published"' in log
+    assert "non-nullable Avro schema" not in log
