@@ -6,6 +6,9 @@ import json
 import logging
 from typing import Any
 
+# Third-party loggers that write a line per registry HTTP request; their failures still
+# reach the log as our own errors.
+CHATTY = ("httpx", "httpx2", "httpcore")
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
 
@@ -27,3 +30,5 @@ def configure(level: str = "INFO") -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    for name in CHATTY:
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))

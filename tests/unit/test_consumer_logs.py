@@ -3,7 +3,7 @@
 import json
 import logging
 
-from consumer.logs import JsonFormatter
+from consumer.logs import JsonFormatter, configure
 from consumer.offsets import PartitionOffsets
 from consumer.status import Status
 
@@ -35,3 +35,12 @@ def test_status_lines_show_lag_per_partition_and_a_missing_table() -> None:
         "  partition 1: committed none, end 4, lag 2",
         "table `db`.`t`: does not exist",
     ]
+
+
+def test_registry_requests_are_not_logged_one_line_each_but_their_warnings_are() -> None:
+    configure("INFO")
+
+    registry_client = logging.getLogger("httpx2")
+    assert not registry_client.isEnabledFor(logging.INFO)
+    assert registry_client.isEnabledFor(logging.WARNING)
+    assert logging.getLogger("consumer.commit").isEnabledFor(logging.INFO)
