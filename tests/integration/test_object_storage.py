@@ -68,17 +68,26 @@ def finished(process: subprocess.Popen[bytes], timeout_s: float = 240) -> tuple[
     return code, process.stderr.read().decode() if process.stderr else ""
 
 
-def verify(
-    endpoints: Endpoints, store: ObjectStore | None, uri: str, topic: str, database: str, *args: str
-) -> bool:
-    """cdfbridge-verify, reading the table with the same storage settings as the producer."""
-    done = subprocess.run(
-        [sys.executable, "-m", "verify", "--table", uri, "--topic", topic, "--wait", "30", *args],
+def run_verify(
+    endpoints: Endpoints, store: ObjectStore | None, database: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """cdfbridge-verify as a process, with the same storage settings as the producer."""
+    return subprocess.run(
+        [sys.executable, "-m", "verify", *args],
         env={**environment(endpoints, store), "CDFBRIDGE_CLICKHOUSE__DATABASE": database},
         capture_output=True,
         text=True,
         timeout=180,
         check=False,
+    )
+
+
+def verify(
+    endpoints: Endpoints, store: ObjectStore | None, uri: str, topic: str, database: str, *args: str
+) -> bool:
+    """Whether cdfbridge-verify finds ClickHouse equal to the table (waiting up to 30 s)."""
+    done = run_verify(
+        endpoints, store, database, "--table", uri, "--topic", topic, "--wait", "30", *args
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout.rstrip().endswith("equal")

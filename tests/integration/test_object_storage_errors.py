@@ -3,8 +3,6 @@ names the setting to fix, the documented exit code, and never a secret."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -12,7 +10,7 @@ from pydantic import SecretStr
 
 from tests.conftest import free_port, unique
 from tests.endpoints import Endpoints, ObjectStore
-from tests.integration.test_object_storage import environment, finished, producer, write
+from tests.integration.test_object_storage import finished, producer, run_verify, write
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -92,14 +90,16 @@ def test_verify_names_a_store_it_cannot_read_and_never_the_secret(
     wrong = SecretStr(f"not-the-secret-{unique('x')}")
     store = object_store.with_storage(secret_access_key=wrong)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "verify", "--table", s3_table, "--version", "1"]
-        + ["--clickhouse-table", "people"],
-        env={**environment(endpoints, store), "CDFBRIDGE_CLICKHOUSE__DATABASE": ch_database},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = run_verify(
+        endpoints,
+        store,
+        ch_database,
+        "--table",
+        s3_table,
+        "--version",
+        "1",
+        "--clickhouse-table",
+        "people",
     )
 
     assert done.returncode == 1, done.stdout + done.stderr
