@@ -181,15 +181,22 @@ def _event(line: str) -> dict[str, Any]:
     return {**json.loads(line[line.index("{") :]), "at": stamp}
 
 
-def main() -> None:
+def backlog_parser(description: str | None) -> argparse.ArgumentParser:
+    """The options every producer benchmark takes: backlog sizes, where tables are kept,
+    Spark settings for the producer."""
     p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--rows", type=int, action="append", help="backlog size; repeatable")
     p.add_argument("--dir", type=Path, default=Path(".stack/bench"), help="where tables are kept")
     p.add_argument(
         "--conf", action="append", default=[], help="Spark KEY=VALUE for the producer; repeatable"
     )
+    return p
+
+
+def main() -> None:
+    p = backlog_parser(__doc__)
     p.add_argument("--skip-halves", action="store_true", help="do not time Spark and Kafka alone")
     p.add_argument("--halves-of", nargs=2, metavar=("TABLE", "LAST"), help=argparse.SUPPRESS)
     args = p.parse_args()

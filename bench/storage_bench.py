@@ -11,13 +11,12 @@ the one CDFBRIDGE_STORAGE__* name, else the local stack's MinIO (`cdfbridge-stac
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 
 from output import bars, save, table
-from producer_bench import build_table, publish
+from producer_bench import backlog_parser, build_table, publish
 from pyarrow import fs
 
 from schemas.storage import StorageOnly, StorageSettings
@@ -73,15 +72,7 @@ def copy_to_s3(local: Path, storage: StorageSettings, bucket: str) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--rows", type=int, action="append", help="backlog size; repeatable")
-    p.add_argument("--dir", type=Path, default=Path(".stack/bench"), help="where tables are kept")
-    p.add_argument(
-        "--conf", action="append", default=[], help="Spark KEY=VALUE for the producer; repeatable"
-    )
-    args = p.parse_args()
+    args = backlog_parser(__doc__).parse_args()
     storage, bucket, env = storage_env()
     results = []
     for rows in args.rows or [1_000_000]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from stack.errors import StackSetupError
 from stack.process import Service
 from stack.settings import LOOPBACK, StackSettings
-from stack.tools import run_logged, tool
+from stack.tools import installed, mark_installed, run_logged, tool
 
 PACKAGE = "azurite@3.35.0"
 ACCOUNT = "devstoreaccount1"
@@ -30,14 +30,13 @@ def azurite_blob(settings: StackSettings) -> Path:
 def install(settings: StackSettings) -> None:
     """`npm install` Azurite into the stack's lib directory, once per pinned version."""
     target = settings.lib / "azurite"
-    stamp = target / ".version"
-    if stamp.exists() and stamp.read_text() == PACKAGE and azurite_blob(settings).exists():
+    if installed(target, PACKAGE, azurite_blob(settings)):
         return
     npm = tool("npm", "install Node.js 18 or later with npm")
     target.mkdir(parents=True, exist_ok=True)
     argv = [npm, "install", "--prefix", str(target), "--no-audit", "--no-fund", PACKAGE]
     run_logged(argv, settings.lib / "azurite.npm.log", "installing Azurite")
-    stamp.write_text(PACKAGE)
+    mark_installed(target, PACKAGE)
 
 
 class Azure(Service):

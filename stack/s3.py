@@ -13,7 +13,7 @@ from pathlib import Path
 from stack.errors import StackSetupError
 from stack.process import Service, http_ok
 from stack.settings import LOOPBACK, StackSettings
-from stack.tools import run_logged, tool
+from stack.tools import installed, mark_installed, run_logged, tool
 
 MODULE = "github.com/minio/minio"
 # Pinned for reproducible builds: `go list -m github.com/minio/minio@latest` on 2026-11-23.
@@ -37,8 +37,7 @@ def build(settings: StackSettings) -> None:
             )
         return
     target = settings.lib / "minio"
-    stamp = target / ".version"
-    if stamp.exists() and stamp.read_text() == VERSION and minio_binary(settings).exists():
+    if installed(target, VERSION, minio_binary(settings)):
         return
     go = tool(
         "go",
@@ -49,7 +48,7 @@ def build(settings: StackSettings) -> None:
     env = {**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
     log = settings.lib / "minio.go.log"
     run_logged([go, "install", f"{MODULE}@{VERSION}"], log, "building MinIO", env)
-    stamp.write_text(VERSION)
+    mark_installed(target, VERSION)
 
 
 class S3(Service):

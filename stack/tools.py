@@ -29,3 +29,13 @@ def run_logged(
     if done.returncode != 0:
         tail = log.read_text(errors="replace")[-2000:]
         raise StackSetupError(f"{what} failed; see {log}:\n{tail}")
+
+
+def installed(target: Path, version: str, product: Path) -> bool:
+    """Whether product exists and target's stamp names version (see `mark_installed`)."""
+    stamp = target / ".version"
+    return stamp.exists() and stamp.read_text() == version and product.exists()
+
+
+def mark_installed(target: Path, version: str) -> None:
+    (target / ".version").write_text(version)
