@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from consumer.batch import INTENT, PartitionBatch, TopicPartitionKey
 from consumer.dlq import DeadLetters
+from consumer.errors import CommitRefusedError
 from consumer.metrics import Metrics
 from consumer.writer import BatchWriter, Written
-from schemas.errors import ServiceUnavailableError, TransientError
+from schemas.errors import CdfBridgeError, ServiceUnavailableError, TransientError
+from schemas.kafka_errors import describe, passing
 
 log = logging.getLogger(__name__)
 
@@ -120,13 +123,15 @@ class Committer:
         self.flush()
 
     def _commit(self, offsets: list[TopicPartition]) -> None:
+        """One synchronous commit, every partition's result checked."""
         try:
-            self.consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            where = ", ".join(f"{tp.offset} of partition {tp.partition}" for tp in offsets)
-            raise ServiceUnavailableError(
-                f"committing offsets {where} failed: {exc.args[0]}"
-            ) from exc
+            results = self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:  # the request as a whole failed
+            where = ", ".join(f"offset {tp.offset} of partition {tp.partition}" for tp in offsets)
+            raise commit_error(offsets[0].topic, where, exc.args[0]) from exc
+        failure = commit_failure([(tp.topic, tp.partition, tp.offset, tp.error) for tp in results])
+        if failure is not None:
+            raise failure
 
     def abandon(self) -> None:
         """Wait for the write in flight and drop it uncommitted (stopping on an error)."""
@@ -160,3 +165,21 @@ class Committer:
                 "lag": lag,
             },
         )
+
+
+CommitResult = tuple[str, int, int, KafkaError | None]  # topic, partition, offset, error
+
+
+def commit_failure(results: Iterable[CommitResult]) -> CdfBridgeError | None:
+    """The error of the first partition whose commit failed; None when all were committed."""
+    for topic, partition, offset, error in results:
+        if error is not None:
+            return commit_error(topic, f"offset {offset} of partition {partition}", error)
+    return None
+
+
+def commit_error(topic: str, where: str, error: KafkaError) -> CdfBridgeError:
+    """Transient when a later attempt can succeed (schemas/kafka_errors.py), else terminal."""
+    if passing(error):
+        return ServiceUnavailableError(f"committing {where} of {topic} failed: {describe(error)}")
+    return CommitRefusedError(topic, where, describe(error))

@@ -42,3 +42,15 @@ class PoisonMessageError(TerminalError):
 class SchemaMismatchError(TerminalError):
     """The target table and the topic's value schema disagree; the message names the columns
     and points at `cdfbridge-consumer rebuild`."""
+
+
+class CommitRefusedError(TerminalError):
+    """Kafka refused to commit an offset for a reason a retry cannot get past."""
+
+    def __init__(self, topic: str, where: str, reason: str) -> None:
+        super().__init__(
+            f"Kafka refused to commit {where} of {topic} ({reason}); the rows are in "
+            "ClickHouse, and a restart reads them again (deduplicated). Check that the "
+            "consumer may commit (Read on its group and topic) and that the partition exists, "
+            "then restart it"
+        )
