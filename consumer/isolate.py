@@ -15,9 +15,9 @@ from typing import Any
 
 import fastavro
 
+from consumer.clickhouse_errors import REGISTRY_FETCH_CODES
 from consumer.errors import BadDataError, ClickHouseUnavailableError
 from consumer.registry import HEADER, Schemas, schema_id
-from consumer.sink import REGISTRY_FETCH_CODES
 
 Poison = tuple[Any, str]  # (message, why)
 Insert = Callable[[Sequence[Any], str], None]  # (messages, dedup token)

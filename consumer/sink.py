@@ -1,36 +1,33 @@
 """Insert one partition batch into ClickHouse: the raw Confluent-framed values concatenated,
 `FORMAT AvroConfluent`, decoded by ClickHouse through the schema registry.
 
-ClickHouse errors are sorted here, where they enter our code: unreachable or overloaded →
-ClickHouseUnavailableError (retry), bad data → BadDataError (isolate), else InsertError.
+ClickHouse errors are sorted where they enter our code, on their class and server error
+code (consumer/clickhouse_errors.py): unreachable or overloaded → ClickHouseUnavailableError
+(retry), bad data → BadDataError (isolate), refused credentials → ConfigError, else
+InsertError.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import clickhouse_connect
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
-from consumer.errors import BadDataError, ClickHouseUnavailableError, InsertError
+from consumer.clickhouse_errors import GATEWAY_RETRIES, classify
+from consumer.errors import ClickHouseUnavailableError
 from consumer.table import Target
 from schemas.settings import ClickHouseSettings
 
-# Server error codes that a retry of the same insert can get past.
-TRANSIENT_CODES = frozenset({159, 164, 202, 203, 209, 210, 241, 242, 252, 425, 999})
-# Codes of an insert whose data ClickHouse could not read or store.
-DATA_CODES = frozenset({6, 27, 32, 33, 36, 38, 41, 43, 53, 69, 70, 72, 86, 117, 321, 407, 1000})
-# ClickHouse could not fetch a schema from the registry: poison only if the id is unknown.
-REGISTRY_FETCH_CODES = frozenset({86, 1000})
-_CODE = re.compile(r"code: (\d+)", re.IGNORECASE)
+__all__ = ["Sink", "classify", "connect"]
 
 
 def connect(settings: ClickHouseSettings, **kwargs: Any) -> Any:
-    """A clickhouse-connect client; unreachable → ClickHouseUnavailableError."""
+    """A clickhouse-connect client; unreachable → ClickHouseUnavailableError, and a 502
+    from a proxy in front of ClickHouse is raised as unreachable too."""
     try:
-        return clickhouse_connect.get_client(
+        client: Any = clickhouse_connect.get_client(
             dsn=settings.url,
             username=settings.username,
             password=settings.password.get_secret_value(),
@@ -41,6 +38,10 @@ def connect(settings: ClickHouseSettings, **kwargs: Any) -> Any:
         raise ClickHouseUnavailableError(
             f"ClickHouse at {settings.url} unreachable: {exc}"
         ) from exc
+    except DatabaseError as exc:
+        raise classify(exc, settings.url) from exc
+    client.http_retries = GATEWAY_RETRIES
+    return client
 
 
 class Sink:
@@ -73,22 +74,3 @@ class Sink:
             raise ClickHouseUnavailableError(f"ClickHouse unreachable: {exc}") from exc
         except DatabaseError as exc:
             raise classify(exc) from exc
-
-
-def error_code(exc: Exception) -> int | None:
-    match = _CODE.search(str(exc))
-    return int(match[1]) if match else None
-
-
-def classify(exc: DatabaseError) -> Exception:
-    code = error_code(exc)
-    text = str(exc)
-    if code in TRANSIENT_CODES or (code is None and _looks_unavailable(text)):
-        return ClickHouseUnavailableError(f"ClickHouse is unavailable (code {code}): {text}")
-    if code in DATA_CODES:
-        return BadDataError(f"ClickHouse rejected the data (code {code}): {text}", code)
-    return InsertError(f"ClickHouse refused the insert (code {code}): {text}", code)
-
-
-def _looks_unavailable(text: str) -> bool:
-    return any(status in text for status in (" 502", " 503", " 504"))
