@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -29,8 +29,10 @@ from producer.errors import (
 from producer.plan import Chunk, plan, rows_per_chunk
 from producer.registry import TopicSchemas
 from producer.settings import SourceSection
-from producer.source import DeltaSource, unavailable
+from producer.source import DeltaSource
+from producer.spark_errors import OUT_OF_MEMORY, Causes, causes, context_stopped
 from schemas.avro import key_schema, value_schema
+from schemas.errors import CdfBridgeError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -79,7 +81,7 @@ class Reader(threading.Thread):
                     break
             self._put(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the publishing thread to raise
-            lost = driver_lost(exc)
+            lost = driver_lost(exc, causes(exc), lambda: context_stopped(self.source.spark))
             self._put(SparkDriverLostError(self.next_version, lost) if lost else exc)
 
     def _follow(self) -> bool:
@@ -180,10 +182,13 @@ class Reader(threading.Thread):
         """Delta's errors reading versions first..last, as errors that say what to do."""
         try:
             yield
+        except CdfBridgeError:
+            raise  # ours say what to do already
         except Exception as exc:
-            if unavailable(exc):
+            found = causes(exc)  # by error condition and Java class (producer/spark_errors.py)
+            if found.versions_unavailable:
                 raise VersionUnavailableError(self.source.table, first, _first_line(exc)) from exc
-            if "SCHEMA" in str(exc) and "CHANGE" in str(exc).upper():
+            if found.schema_changed:
                 raise SchemaChangeError(self.source.table, last, _first_line(exc)) from exc
             raise
 
@@ -252,17 +257,17 @@ class Reader(threading.Thread):
                     return
 
 
-def driver_lost(exc: BaseException) -> str | None:
-    """Why the Spark driver is gone, if exc says it is (None: it is not)."""
+def driver_lost(exc: BaseException, found: Causes, stopped: Callable[[], bool]) -> str | None:
+    """Why the Spark driver is gone, if it is (None: it is not): py4j lost the JVM, the JVM
+    ran out of memory (found among exc's Java causes), or the SparkContext is stopped."""
     from py4j.protocol import Py4JNetworkError
 
-    text = str(exc)
-    if "OutOfMemoryError" in text:
-        return "java.lang.OutOfMemoryError"
-    if "SparkContext was shut down" in text or "SparkContext has been shutdown" in text:
-        return "its SparkContext was shut down"
     if isinstance(exc, Py4JNetworkError | ConnectionRefusedError):
         return _first_line(exc)
+    if found.out_of_memory:
+        return OUT_OF_MEMORY
+    if stopped():
+        return "its SparkContext was shut down"
     return None
 
 

@@ -16,17 +16,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
-# Delta error classes meaning "the files or log entries for these versions are gone".
-_UNAVAILABLE = (
-    "DELTA_MISSING_CHANGE_DATA",
-    "DELTA_CHANGE_DATA_FILE_NOT_FOUND",
-    "DELTA_FILE_NOT_FOUND",
-    "DELTA_VERSIONS_NOT_CONTIGUOUS",
-    "DELTA_VERSION_NOT_FOUND",
-    "DELTA_LOG_FILE_NOT_FOUND",
-    "DELTA_CANNOT_TIME_TRAVEL",
-    "FileNotFoundException",
-)
 
 
 def is_path(table: str) -> bool:
@@ -123,9 +112,3 @@ class DeltaSource:
 
     def snapshot(self, version: int) -> DataFrame:
         return self._read(versionAsOf=str(version))
-
-
-def unavailable(exc: Exception) -> bool:
-    """Whether a Spark error means the requested versions cannot be read any more."""
-    text = f"{type(exc).__name__} {exc}"
-    return any(marker in text for marker in _UNAVAILABLE)

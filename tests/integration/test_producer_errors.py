@@ -135,6 +135,32 @@ def test_retyped_column_stops_with_a_resync_hint(
         publish(spark, endpoints, delta_path, "id", topic=topic, until_version=2)
 
 
+def test_a_change_feed_across_a_type_change_and_back_is_refused_by_its_condition(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    create_table(spark, delta_path)
+    append(spark, delta_path, [("1", "a", 1)])
+    for columns, age in (("id STRING, name STRING, age STRING", "one"), (PEOPLE, 2)):
+        rows = spark.createDataFrame([("1", "a", age)], columns).write.format("delta")
+        rows.mode("overwrite").option("overwriteSchema", "true").save(delta_path)
+
+    # Same schema at both ends: only Delta's DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE
+    # tells that versions 1-3 cannot be read as one range.
+    with pytest.raises(SchemaChangeError, match="at or before version 3 .*INCOMPATIBLE_SCHEMA"):
+        publish(spark, endpoints, delta_path, "id", until_version=3)
+
+
+def test_a_null_key_under_a_path_naming_a_schema_is_a_null_key(
+    spark: Any, endpoints: Endpoints, tmp_path: Any
+) -> None:
+    path = str(tmp_path / "CRM_SCHEMA" / "people_changes")  # words in a path decide nothing
+    create_table(spark, path)
+    append(spark, path, [(None, "b", 2)])
+
+    with pytest.raises(NullKeyError, match="at version 1 "):
+        publish(spark, endpoints, path, "id", until_version=1)
+
+
 def test_unreachable_registry_is_retried_then_named() -> None:
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
