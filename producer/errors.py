@@ -111,3 +111,31 @@ class StorageUnavailableError(ServiceUnavailableError):
             "check that it runs and that [storage] endpoint (CDFBRIDGE_STORAGE__ENDPOINT) is "
             "right. Published progress is kept: a restart resumes after the last whole chunk"
         )
+
+
+class KafkaFatalError(TerminalError):
+    def __init__(self, transactional_id: str, doing: str, reason: str) -> None:
+        super().__init__(
+            f"Kafka reported a fatal error to the producer of transactional.id {transactional_id} "
+            f"while {doing} ({reason}); the open transaction is never visible to read_committed "
+            "readers. Restart the producer: it resumes after the last whole chunk. If it "
+            "happens again, check the brokers' logs and that the producer may use its "
+            "transactional.id (Write and Describe on TransactionalId)"
+        )
+
+
+class KafkaRefusedError(TerminalError):
+    def __init__(self, where: str, doing: str, reason: str) -> None:
+        super().__init__(
+            f"Kafka at {where} refused {doing} ({reason}); check the producer's ACLs and the "
+            "topic's settings, then restart it: it resumes after the last whole chunk"
+        )
+
+
+class KafkaUnavailableError(ServiceUnavailableError):
+    def __init__(self, where: str, doing: str, reason: str) -> None:
+        super().__init__(
+            f"Kafka at {where} failed while {doing} ({reason}); check that its brokers run and "
+            "that CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS is right. A restart resumes after the last "
+            "whole chunk"
+        )

@@ -13,9 +13,16 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from producer.errors import UnreachableError
+from producer.errors import KafkaUnavailableError, UnreachableError
+from producer.kafka_errors import error_of, kafka_failure
+from schemas.errors import ConfigError
 from schemas.naming import progress_topic
 from schemas.settings import KafkaConfig
+
+TOPIC_NAMES = (
+    "letters, digits, '.', '_' and '-', at most 249 characters; set --topic "
+    "(CDFBRIDGE_SOURCE__TOPIC)"
+)
 
 
 class Progress:
@@ -41,53 +48,72 @@ class Progress:
                 "enable.partition.eof": True,
             }
         )
+        where = str(self.kafka_config.get("bootstrap.servers", "?"))
         try:
-            if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
-                return None  # never published anything
-            consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
-            last: int | None = None
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline:
-                message = consumer.poll(0.5)
-                if message is None:
-                    continue
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        return last
-                    raise KafkaException(error)
-                if message.key() == self.key:
-                    last = int(json.loads(message.value() or b"{}")["version"])
-            raise UnreachableError(
-                "Kafka", self.topic, 1, f"reading progress took over {timeout_s} s"
-            )
+            return self._read(consumer, timeout_s)
+        except KafkaException as exc:
+            raise kafka_failure(error_of(exc), where, f"reading {self.topic}") from exc
         finally:
             consumer.close()
+
+    def _read(self, consumer: Any, timeout_s: float) -> int | None:
+        if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
+            return None  # never published anything
+        consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        last: int | None = None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return last
+                raise KafkaException(error)
+            if message.key() == self.key:
+                last = int(json.loads(message.value() or b"{}")["version"])
+        raise UnreachableError("Kafka", self.topic, 1, f"reading progress took over {timeout_s} s")
 
 
 def ensure_topics(kafka_config: KafkaConfig, topic: str, partitions: int) -> None:
     """Create the data topic and the compacted progress topic when missing."""
     admin = AdminClient(kafka_config)
-    existing = admin.list_topics(timeout=30).topics
+    where = str(kafka_config.get("bootstrap.servers", "?"))
     wanted = [
         NewTopic(topic, partitions, -1),
         NewTopic(progress_topic(topic), 1, -1, config={"cleanup.policy": "compact"}),
     ]
-    missing = [t for t in wanted if t.topic not in existing]
-    if missing:
-        for future in admin.create_topics(missing).values():
-            try:
-                future.result(timeout=30)
-            except KafkaException as exc:  # another producer may have created it meanwhile
-                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise
-    _wait_until_listed(admin, [t.topic for t in wanted])
+    try:
+        existing = admin.list_topics(timeout=30).topics
+        missing = [t for t in wanted if t.topic not in existing]
+        for name, future in admin.create_topics(missing).items() if missing else ():
+            _created(future, name)
+        _wait_until_listed(admin, [t.topic for t in wanted], where)
+    except KafkaException as exc:
+        error = error_of(exc)
+        if error.code() == KafkaError.TOPIC_EXCEPTION:  # Kafka's InvalidTopicException
+            raise ConfigError(f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}") from exc
+        raise kafka_failure(error, where, f"creating topic {topic}") from exc
 
 
-def _wait_until_listed(admin: AdminClient, topics: list[str], timeout_s: float = 30.0) -> None:
+def _created(future: Any, name: str) -> None:
+    try:
+        future.result(timeout=30)
+    except KafkaException as exc:  # another producer may have created it meanwhile
+        if error_of(exc).code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+def _wait_until_listed(
+    admin: AdminClient, topics: list[str], where: str, timeout_s: float = 30.0
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         listed = admin.list_topics(timeout=10).topics
         if all(t in listed and listed[t].partitions for t in topics):
             return
         time.sleep(0.2)
+    raise KafkaUnavailableError(
+        where, f"creating topics {topics}", f"not listed after {timeout_s} s"
+    )

@@ -12,11 +12,14 @@ import time
 from collections.abc import Callable, Iterable
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 
 from producer.encode import IS_DELETE, KEY, VALUE
-from producer.errors import FencedError, UnreachableError
+from producer.errors import UnreachableError
+from producer.kafka_errors import error_of, fatal, kafka_failure
 from producer.progress import Progress
+from schemas.errors import CdfBridgeError
+from schemas.kafka_errors import passing
 from schemas.settings import KafkaConfig
 
 TRANSACTION_TIMEOUT_MS = 600_000
@@ -52,7 +55,9 @@ class Publisher:
                 self._producer.init_transactions(30)
                 break
             except KafkaException as exc:
-                self._raise_if_fatal(exc)
+                self._raise_if_fatal(exc, "initialising its transactions")
+                if not passing(error_of(exc)):
+                    raise self._failure(exc, "initialising its transactions") from exc
                 if attempt == attempts:
                     raise UnreachableError("Kafka", self.bootstrap, attempts, str(exc)) from exc
                 time.sleep(2**attempt)
@@ -66,8 +71,8 @@ class Publisher:
         stop() is asked between batches: when it turns true the transaction is aborted.
         """
         producer = self._producer
-        producer.begin_transaction()
         try:
+            producer.begin_transaction()
             rows = 0
             for batch in batches:
                 if stop():
@@ -78,13 +83,14 @@ class Publisher:
             producer.commit_transaction(60)
             return rows
         except KafkaException as exc:
-            self._raise_if_fatal(exc)
-            if exc.args[0].txn_requires_abort():
-                producer.abort_transaction(30)
-            raise
+            doing = f"publishing the chunk up to version {last_version} to {self.topic}"
+            self._raise_if_fatal(exc, doing)
+            if error_of(exc).txn_requires_abort():
+                self._abort()
+            raise self._failure(exc, doing) from exc
         except BaseException:
             # Never leave part of a chunk to be committed by a later transaction.
-            producer.abort_transaction(30)
+            self._abort()
             raise
 
     def _send(self, batch: pa.RecordBatch) -> int:
@@ -113,12 +119,26 @@ class Publisher:
             except BufferError:
                 self._producer.poll(0.05)  # let librdkafka drain the queue
 
-    def _raise_if_fatal(self, exc: KafkaException) -> None:
-        error: KafkaError = exc.args[0]
-        if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED) or (
-            error.fatal() and "fenced" in error.str().lower()
-        ):
-            raise FencedError(self.transactional_id) from exc
+    def _raise_if_fatal(self, exc: KafkaException, doing: str) -> None:
+        """Fenced by a newer producer → FencedError; any other fatal error → KafkaFatalError.
+        Decided by Kafka's error code and fatal flag (producer/kafka_errors.py)."""
+        if fatal(error_of(exc)):
+            raise self._failure(exc, doing) from exc
+
+    def _failure(self, exc: KafkaException, doing: str) -> CdfBridgeError:
+        return kafka_failure(error_of(exc), self.bootstrap, doing, self.transactional_id)
+
+    def _abort(self) -> None:
+        """Abort the open transaction if the handle still can; if it cannot, the transaction
+        is never committed: the next producer's init_transactions aborts it."""
+        try:
+            self._producer.abort_transaction(30)
+        except KafkaException:
+            return
 
     def close(self) -> None:
-        self._producer.flush(10)
+        """Wait for what is in flight; a handle that failed has nothing left to send."""
+        try:
+            self._producer.flush(10)
+        except KafkaException:
+            return

@@ -7,8 +7,8 @@ from confluent_kafka import KafkaError
 
 # librdkafka sets `retriable()` only on some errors: never on a commit's result, nor on the
 # error a failed commit raises. These codes mean a broker or the group coordinator is away,
-# moving or busy, or that the group is rebalancing; a later attempt (or the partition's next
-# owner) gets past them.
+# moving or busy (messages timed out waiting for one included), or that the group is
+# rebalancing; a later attempt (or the partition's next owner) gets past them.
 PASSING = frozenset(
     {
         KafkaError._TRANSPORT,
@@ -17,6 +17,7 @@ PASSING = frozenset(
         KafkaError._WAIT_COORD,
         KafkaError._ALL_BROKERS_DOWN,
         KafkaError._RESOLVE,
+        KafkaError._MSG_TIMED_OUT,
         KafkaError._ASSIGNMENT_LOST,
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError.NETWORK_EXCEPTION,
@@ -27,6 +28,7 @@ PASSING = frozenset(
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.NOT_ENOUGH_REPLICAS,
         KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        KafkaError.CONCURRENT_TRANSACTIONS,
         KafkaError.REBALANCE_IN_PROGRESS,
         KafkaError.ILLEGAL_GENERATION,
         KafkaError.UNKNOWN_MEMBER_ID,

@@ -1,0 +1,42 @@
+"""The producer's Kafka failures, sorted on Kafka's error codes and flags, never on text:
+fenced by a newer producer, fatal, worth a restart later, or refused for good."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+
+from producer.errors import FencedError, KafkaFatalError, KafkaRefusedError, KafkaUnavailableError
+from schemas.errors import CdfBridgeError
+from schemas.kafka_errors import describe, passing
+
+# A newer producer with the same transactional.id has taken over (librdkafka raises _FENCED;
+# the broker's codes are PRODUCER_FENCED and, from older brokers, INVALID_PRODUCER_EPOCH).
+FENCED = frozenset(
+    {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+)
+
+
+def fatal(error: KafkaError) -> bool:
+    """Whether the producer handle can do nothing more: fenced, or a fatal error."""
+    return error.code() in FENCED or error.fatal()
+
+
+def kafka_failure(
+    error: KafkaError, where: str, doing: str, transactional_id: str | None = None
+) -> CdfBridgeError:
+    """error as ours: for the transactional producer, FencedError (exit 4) or KafkaFatalError
+    (1); for any client, KafkaUnavailableError when a later attempt can succeed (3), else
+    KafkaRefusedError (1)."""
+    if transactional_id is not None and error.code() in FENCED:
+        return FencedError(transactional_id)
+    if transactional_id is not None and error.fatal():
+        return KafkaFatalError(transactional_id, doing, describe(error))
+    if passing(error):
+        return KafkaUnavailableError(where, doing, describe(error))
+    return KafkaRefusedError(where, doing, describe(error))
+
+
+def error_of(exc: KafkaException) -> KafkaError:
+    """The KafkaError a KafkaException carries (confluent-kafka puts it first in args)."""
+    error = exc.args[0] if exc.args else None
+    return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))

@@ -1,0 +1,46 @@
+"""Kafka's refusals reach the producer's user as errors that name them, never as raw
+KafkaException tracebacks: a topic name Kafka refuses, a chunk the topic will not take."""
+
+import os
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from producer.errors import KafkaRefusedError
+from producer.progress import ensure_topics
+from producer.publish import Publisher
+from schemas.errors import ConfigError
+from schemas.settings import KafkaConfig
+from tests.endpoints import Endpoints
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_topic_name_kafka_refuses_is_a_setting(endpoints: Endpoints) -> None:
+    config: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+
+    with pytest.raises(ConfigError, match=r"topic name 'orders v2!'.*CDFBRIDGE_SOURCE__TOPIC"):
+        ensure_topics(config, "orders v2!", partitions=1)
+
+
+def test_a_chunk_the_topic_refuses_aborts_and_names_kafkas_error(
+    endpoints: Endpoints, topic_factory: Any
+) -> None:
+    topic = topic_factory(partitions=1, **{"max.message.bytes": "1000"})
+    publisher = Publisher({"bootstrap.servers": endpoints.kafka}, topic)
+    publisher.start()
+    big = pa.RecordBatch.from_pydict(
+        {"key": [b"k"], "value": [os.urandom(5000)], "_is_delete": [False]}
+    )
+
+    with pytest.raises(KafkaRefusedError, match=r"chunk up to version 1 .*MSG_SIZE_TOO_LARGE"):
+        publisher.publish([big], last_version=1, stop=lambda: False)
+
+    publisher.close()
+
+    restarted = Publisher({"bootstrap.servers": endpoints.kafka}, topic)  # as the restart does
+    assert restarted.start() is None  # the refused chunk's progress was never committed
+    small = pa.RecordBatch.from_pydict({"key": [b"k"], "value": [b"v"], "_is_delete": [False]})
+    assert restarted.publish([small], last_version=1, stop=lambda: False) == 1
+    restarted.close()
