@@ -103,7 +103,9 @@ def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> i
     from consumer import kafka_engine
 
     group = args.kafka_group or f"{settings.consumer.group}-clickhouse"
-    chosen = kafka_engine.plan(settings, group, args.num_consumers)
+    # Printed alone, the DDL is for ClickHouse 26.x; applied, it fits the server.
+    nullable_tuple = kafka_engine.nullable_tuples(settings) if args.apply else True
+    chosen = kafka_engine.plan(settings, group, args.num_consumers, nullable_tuple)
     for statement in chosen.statements():
         print(f"{statement};\n")
     if args.apply:

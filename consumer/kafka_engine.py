@@ -21,8 +21,8 @@ from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from consumer.sink import connect
 from consumer.table import Columns, Target, create_table_sql, current_view_sql
+from schemas.clickhouse import InputColumn, input_columns, literal, quote
 from schemas.clickhouse import columns as clickhouse_columns
-from schemas.clickhouse import quote
 from schemas.settings import KafkaSettings
 
 HIDDEN = "******"
@@ -60,12 +60,6 @@ class KafkaSource:
         )
 
 
-def literal(value: str | int) -> str:
-    if isinstance(value, int):
-        return str(value)
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 # Messages the Kafka engine cannot parse (kafka_handle_error_mode = 'stream'): its
 # dead-letter table, since one bad message would otherwise stop the ingestion.
 ERRORS_COLUMNS = (
@@ -97,14 +91,19 @@ def pump(target: Target) -> Target:
 def statements(
     target: Target,
     columns: Columns,
+    inputs: Sequence[InputColumn],
     order_by: Sequence[str],
     dedup_window: int,
     source: KafkaSource,
     reveal_secrets: bool = False,
 ) -> list[str]:
-    """The DDL, in the order to run it; SASL passwords are masked unless revealed."""
-    body = ", ".join(f"{quote(name)} {kind}" for name, kind in columns)
-    names = ", ".join(quote(name) for name, _ in columns)
+    """The DDL, in the order to run it; SASL passwords are masked unless revealed. The Kafka
+    table reads the Avro names; its view writes the Delta names."""
+    body = ", ".join(f"{quote(c.avro_name)} {c.input_type}" for c in inputs)
+    names = ", ".join(
+        c.expression if c.expression == quote(c.name) else f"{c.expression} AS {quote(c.name)}"
+        for c in inputs
+    )
     return [
         create_table_sql(target, columns, order_by, dedup_window),
         current_view_sql(target),
@@ -156,6 +155,7 @@ def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:
 class Plan:
     target: Target
     columns: Columns
+    inputs: list[InputColumn]
     order_by: list[str]
     dedup_window: int
     source: KafkaSource
@@ -164,6 +164,7 @@ class Plan:
         return statements(
             self.target,
             self.columns,
+            self.inputs,
             self.order_by,
             self.dedup_window,
             self.source,
@@ -171,8 +172,11 @@ class Plan:
         )
 
 
-def plan(settings: ConsumerSettings, group: str, num_consumers: int = 1) -> Plan:
-    """The Kafka-engine DDL for the settings' topic and table, from the registry's schemas."""
+def plan(
+    settings: ConsumerSettings, group: str, num_consumers: int = 1, nullable_tuple: bool = True
+) -> Plan:
+    """The Kafka-engine DDL for the settings' topic and table, from the registry's schemas;
+    nullable_tuple=False for servers without Nullable(Tuple) (see `nullable_tuples`)."""
     schemas = Schemas(settings.schema_registry.client_config())
     topic = settings.consumer.topic
     _, value_schema = schemas.latest_value(topic)
@@ -181,7 +185,8 @@ def plan(settings: ConsumerSettings, group: str, num_consumers: int = 1) -> Plan
     )
     return Plan(
         Target(settings.clickhouse.database, settings.consumer.target_table),
-        clickhouse_columns(value_schema),
+        clickhouse_columns(value_schema, nullable_tuple),
+        input_columns(value_schema, nullable_tuple),
         schemas.order_by(topic, settings.consumer.primary_key),
         settings.consumer.deduplication_window,
         replace(
@@ -192,6 +197,11 @@ def plan(settings: ConsumerSettings, group: str, num_consumers: int = 1) -> Plan
             flush_interval_ms=int(settings.consumer.batch_seconds * 1000),
         ),
     )
+
+
+def nullable_tuples(settings: ConsumerSettings) -> bool:
+    """Whether the settings' ClickHouse stores Nullable(Tuple)."""
+    return table.nullable_tuples(connect(settings.clickhouse))
 
 
 def apply(settings: ConsumerSettings, chosen: Plan) -> None:

@@ -18,6 +18,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 from consumer.clickhouse_errors import GATEWAY_RETRIES, classify
 from consumer.errors import ClickHouseUnavailableError
 from consumer.table import Target
+from schemas.clickhouse import InputColumn, literal, quote
 from schemas.settings import ClickHouseSettings
 
 __all__ = ["Sink", "classify", "connect"]
@@ -50,8 +51,9 @@ class Sink:
         self.target = target
         self.registry_url = registry_url
 
-    def insert(self, values: Sequence[bytes], columns: Sequence[str], token: str) -> None:
-        """One insert, one block: `values` are whole Confluent-framed Avro messages."""
+    def insert(self, values: Sequence[bytes], columns: Sequence[InputColumn], token: str) -> None:
+        """One insert, one block: `values` are whole Confluent-framed Avro messages, read by
+        their Avro names and written to the columns of their Delta names."""
         settings = {
             "format_avro_schema_registry_url": self.registry_url,
             # Older schemas lack columns added later; those read as their default.
@@ -63,14 +65,21 @@ class Sink:
             "optimize_on_insert": 0,
         }
         try:
-            self.client.raw_insert(
-                self.target.name,
-                column_names=list(columns),
-                insert_block=b"".join(values),
-                fmt="AvroConfluent",
-                settings=settings,
+            self.client.command(
+                insert_sql(self.target, columns), data=b"".join(values), settings=settings
             )
         except OperationalError as exc:
             raise ClickHouseUnavailableError(f"ClickHouse unreachable: {exc}") from exc
         except DatabaseError as exc:
             raise classify(exc) from exc
+
+
+def insert_sql(target: Target, columns: Sequence[InputColumn]) -> str:
+    """`INSERT INTO t (<Delta names>) SELECT <casts> FROM input('<Avro names and types>')`."""
+    names = ", ".join(quote(c.name) for c in columns)
+    structure = ", ".join(f"{quote(c.avro_name)} {c.input_type}" for c in columns)
+    selected = ", ".join(c.expression for c in columns)
+    return (
+        f"INSERT INTO {target.name} ({names}) SELECT {selected} "  # noqa: S608 - quoted names
+        f"FROM input({literal(structure)}) FORMAT AvroConfluent"
+    )

@@ -85,7 +85,7 @@ def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list
     retyped = [
         f"{name} is {existing[name]} in the table but {kind} in the schema"
         for name, kind in wanted
-        if name in existing and _norm(existing[name]) != _norm(kind)
+        if name in existing and _norm(existing[name]) not in {_norm(kind), _norm(_older(kind))}
     ]
     new = [(name, kind) for name, kind in wanted if name not in existing]
     required = [f"{name} {kind} is new and not nullable" for name, kind in new if not _null(kind)]
@@ -146,6 +146,39 @@ def check_engine(client: Any, target: Target, dedup_window: int) -> None:
             f"ALTER TABLE {target.name} MODIFY SETTING "
             f"non_replicated_deduplication_window = {dedup_window}"
         )
+
+
+def nullable_tuples(client: Any) -> bool:
+    """Whether the server stores Nullable(Tuple) (`enable_nullable_tuple_type`, 26.x)."""
+    found = client.command(
+        "SELECT count() FROM system.settings "
+        "WHERE name = 'enable_nullable_tuple_type' AND value = '1'"
+    )
+    return bool(int(found))
+
+
+def _older(kind: str) -> str:
+    """The type earlier releases made for the same Avro: Int32 for Int8 and Int16, Tuple for
+    Nullable(Tuple). Tables made by them keep working; the insert converts."""
+    kind = re.sub(r"(?<![`\w])Int(8|16)(?![`\w])", "Int32", kind)
+    while (start := kind.find("Nullable(Tuple(")) >= 0:
+        close = _closing(kind, start + len("Nullable("))
+        kind = kind[:start] + kind[start + len("Nullable(") : close] + kind[close + 1 :]
+    return kind
+
+
+def _closing(kind: str, at: int) -> int:
+    """Index of the parenthesis closing the one opened before `at`; skips quoted names."""
+    depth, quoted, i = 1, False, at
+    while depth:
+        char = kind[i]
+        if quoted:
+            quoted, i = char != "`", i + (2 if char == "\\" else 1)
+            continue
+        quoted = char == "`"
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        i += 1
+    return i - 1
 
 
 def _norm(kind: str) -> str:

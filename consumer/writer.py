@@ -23,6 +23,7 @@ from consumer.registry import HEADER, Schemas, schema_id
 from consumer.settings import ConsumerSettings
 from consumer.sink import Sink, classify, connect
 from consumer.table import Target
+from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,10 @@ class BatchWriter:
         self.dedup_window = dedup_window
         self.kafka_config = kafka_config  # to read a refused batch again
         self._known_headers: set[bytes] = set()
-        self.columns: list[str] = []
+        # Every column of the schemas seen, by Delta name: a table column no schema seen has
+        # is left out of inserts and reads as its default.
+        self.inputs: dict[str, InputColumn] = {}
+        self.nullable_tuple: bool | None = None  # asked of the server once
 
     @classmethod
     def create(
@@ -77,18 +81,24 @@ class BatchWriter:
 
     def prepare(self, value_schema: dict[str, Any]) -> None:
         """Create the table from the schema, or check it and add new columns."""
-        wanted = clickhouse_columns(value_schema)
         client, target = self.sink.client, self.sink.target
         try:
+            if self.nullable_tuple is None:
+                self.nullable_tuple = table.nullable_tuples(client)
+            wanted = clickhouse_columns(value_schema, self.nullable_tuple)
             added = table.ensure(client, target, wanted, self.order_by, self.dedup_window)
-            existing = table.existing_columns(client, target) or {}
         except OperationalError as exc:
             raise ClickHouseUnavailableError(f"ClickHouse unreachable: {exc}") from exc
         except DatabaseError as exc:
             raise classify(exc) from exc
         if added:
             log.info("added columns", extra={"table": target.name, "columns": added})
-        self.columns = list(existing)
+        for column in input_columns(value_schema, self.nullable_tuple):
+            self.inputs[column.name] = column
+
+    @property
+    def columns(self) -> list[InputColumn]:
+        return list(self.inputs.values())
 
     def write(self, batch: PartitionBatch) -> Written:
         values = batch.values()

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from schemas import changes
+from schemas.avro_names import delta_name, renamed
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -44,15 +45,15 @@ def encode(
 
     frame has the table's columns plus _change_type, _commit_version, _commit_timestamp.
     """
-    from pyspark.sql.functions import col, struct, when
+    from pyspark.sql.functions import col, when
 
     if not include_preimage:
         frame = frame.where(col(changes.CHANGE_TYPE) != changes.UPDATE_PREIMAGE)
-    value_columns = [field["name"] for field in value.schema["fields"]]
+    value_columns = [delta_name(field) for field in value.schema["fields"]]
     key_is_null = _any_null(primary_key)
     # A NULL key cannot be encoded; it is left NULL and reported by the driver with its version.
-    key_bytes = when(~key_is_null, _framed(struct(*[col(c) for c in primary_key]), key))
-    value_bytes = when(~key_is_null, _framed(struct(*[col(c) for c in value_columns]), value))
+    key_bytes = when(~key_is_null, _framed(_record(frame, primary_key), key))
+    value_bytes = when(~key_is_null, _framed(_record(frame, value_columns), value))
     return frame.select(
         key_bytes.alias(KEY),
         value_bytes.alias(VALUE),
@@ -73,6 +74,25 @@ def snapshot_changes(frame: DataFrame, version: int, committed_at: datetime) -> 
     )
 
 
+def column(name: str) -> Column:
+    """A top-level column by its Delta name, whatever characters it holds."""
+    from pyspark.sql.functions import col
+
+    return col("`" + name.replace("`", "``") + "`")
+
+
+def _record(frame: DataFrame, names: Sequence[str]) -> Column:
+    """The columns as one struct whose fields carry their Avro names (schemas.avro_names):
+    a cast renames a struct's fields by position, and to_avro matches them by name."""
+    from pyspark.sql.functions import struct
+    from pyspark.sql.types import StructType
+
+    delta_type = frame.select(*[column(n) for n in names]).schema.jsonValue()
+    avro_named = renamed(delta_type)
+    record = struct(*[column(n) for n in names])
+    return record if avro_named == delta_type else record.cast(StructType.fromJson(avro_named))
+
+
 def _framed(record: Column, wire: WireSchema) -> Column:
     from pyspark.sql.avro.functions import to_avro
     from pyspark.sql.functions import concat, lit
@@ -89,9 +109,7 @@ def _order() -> Column:
 
 
 def _any_null(columns: Sequence[str]) -> Column:
-    from pyspark.sql.functions import col
-
-    condition = col(columns[0]).isNull()
+    condition = column(columns[0]).isNull()
     for name in columns[1:]:
-        condition = condition | col(name).isNull()
+        condition = condition | column(name).isNull()
     return condition

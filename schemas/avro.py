@@ -7,7 +7,8 @@ tables map the same way without a JVM.
 | Delta type        | Avro type                                          |
 | ----------------- | -------------------------------------------------- |
 | boolean           | boolean                                            |
-| byte, short, int  | int                                                |
+| byte, short       | int, connect.type int8, int16 (Kafka Connect's hint) |
+| int               | int                                                |
 | long              | long                                               |
 | float, double     | float, double                                      |
 | decimal(p,s)      | bytes, logicalType decimal, precision p, scale s   |
@@ -20,6 +21,9 @@ tables map the same way without a JVM.
 | map<string,T>     | map of T (Avro map keys are strings)               |
 | struct<...>       | record, named after its path                       |
 | nullable T        | ["null", T] with default null                      |
+
+Field names follow schemas.avro_names: any Delta name gets a valid Avro name, and the field
+keeps the Delta name in its `delta.name` property when the two differ.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from schemas.avro_names import ORIGINAL, avro_name
 from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, METADATA_COLUMNS
 from schemas.errors import TerminalError
 
@@ -36,8 +41,8 @@ NAMESPACE = "cdfbridge"
 
 _PRIMITIVES: dict[str, AvroSchema] = {
     "boolean": "boolean",
-    "byte": "int",
-    "short": "int",
+    "byte": {"type": "int", "connect.type": "int8"},
+    "short": {"type": "int", "connect.type": "int16"},
     "integer": "int",
     "long": "long",
     "float": "float",
@@ -49,7 +54,6 @@ _PRIMITIVES: dict[str, AvroSchema] = {
     "timestamp_ntz": {"type": "long", "logicalType": "local-timestamp-micros"},
 }
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
-_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class SchemaMappingError(TerminalError):
@@ -132,17 +136,17 @@ def _record(
     record: dict[str, Any] = {"type": "record", "name": _avro_name(name)}
     if namespace:
         record["namespace"] = namespace
-    record["fields"] = [_field(f, f"{path}_{f['name']}" if path else f["name"]) for f in fields]
+    record["fields"] = [_field(f, path) for f in fields]
     return record
 
 
-def _field(field: dict[str, Any], path: str) -> dict[str, Any]:
-    if not _AVRO_NAME.match(field["name"]):
-        raise SchemaMappingError(
-            f"column {path!r} is not a valid Avro name ([A-Za-z_][A-Za-z0-9_]*): rename it"
-        )
+def _field(field: dict[str, Any], parent: str) -> dict[str, Any]:
+    name = avro_name(field["name"])
+    path = f"{parent}_{name}" if parent else name  # names nested records uniquely
     schema = _nullable(avro_type(field["type"], path), field.get("nullable", True))
-    out: dict[str, Any] = {"name": field["name"], "type": schema}
+    out: dict[str, Any] = {"name": name, "type": schema}
+    if name != field["name"]:
+        out[ORIGINAL] = field["name"]
     if isinstance(schema, list):
         out["default"] = None  # lets a new nullable column evolve the schema compatibly
     return out

@@ -3,6 +3,7 @@
 | Avro                                   | ClickHouse                 |
 | -------------------------------------- | -------------------------- |
 | boolean                                | Bool                       |
+| int + connect.type int8, int16         | Int8, Int16                |
 | int, long                              | Int32, Int64               |
 | float, double                          | Float32, Float64           |
 | bytes + decimal(p,s)                   | Decimal(p, s)              |
@@ -11,13 +12,21 @@
 | long + timestamp-micros                | DateTime64(6, 'UTC')       |
 | long + local-timestamp-micros          | DateTime64(6)              |
 | array, map, record                     | Array(T), Map(String, T), Tuple(name T, ...) |
-| ["null", T]                            | Nullable(T); for Array, Map and Tuple, which ClickHouse cannot make Nullable, T (null reads as empty) |
+| ["null", T]                            | Nullable(T), Nullable(Tuple(...)) too; Array and Map cannot be Nullable: T (null reads as empty) |
+
+Column and tuple element names are the Delta names (a field's `delta.name`), quoted. On a
+server without Nullable(Tuple) (`enable_nullable_tuple_type`, ClickHouse 25.x and older), a
+NULL struct is stored as a tuple of defaults: pass nullable_tuple=False.
+
+ClickHouse reads AvroConfluent by Avro name, so an insert names each column's input with its
+Avro name and types, then casts tuples positionally: `input_columns`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
+from schemas.avro_names import delta_name
 from schemas.errors import TerminalError
 
 _PRIMITIVES = {
@@ -34,7 +43,9 @@ _LOGICAL = {
     "timestamp-micros": "DateTime64(6, 'UTC')",
     "local-timestamp-micros": "DateTime64(6)",
 }
-_COMPOSITE = ("Array(", "Map(", "Tuple(")
+_CONNECT = {"int8": "Int8", "int16": "Int16"}
+_NEVER_NULLABLE = ("Array(", "Map(")
+Names = Literal["delta", "avro", "none"]  # how tuple elements are named
 
 
 class TypeMappingError(TerminalError):
@@ -46,18 +57,29 @@ def quote(identifier: str) -> str:
     return "`" + identifier.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
-def clickhouse_type(avro: Any) -> str:
+def literal(value: str | int) -> str:
+    """A ClickHouse string (or number) literal."""
+    if isinstance(value, int):
+        return str(value)
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def clickhouse_type(avro: Any, names: Names = "delta", nullable_tuple: bool = True) -> str:
+    """The ClickHouse type of an Avro schema; `names` picks the tuple elements' names."""
     if isinstance(avro, list):
         branches = [branch for branch in avro if branch != "null"]
         if len(branches) != 1:
             raise TypeMappingError(f"union {avro} has no ClickHouse type; only [null, T] is used")
-        inner = clickhouse_type(branches[0])
-        nullable = "null" in avro and not inner.startswith(_COMPOSITE)
+        inner = clickhouse_type(branches[0], names, nullable_tuple)
+        never = _NEVER_NULLABLE if nullable_tuple else (*_NEVER_NULLABLE, "Tuple(")
+        nullable = "null" in avro and not inner.startswith(never)
         return f"Nullable({inner})" if nullable else inner
     if isinstance(avro, str):
         if avro in _PRIMITIVES:
             return _PRIMITIVES[avro]
         raise TypeMappingError(f"Avro type {avro!r} has no ClickHouse mapping")
+    if avro.get("connect.type") in _CONNECT:
+        return _CONNECT[avro["connect.type"]]
     logical = avro.get("logicalType")
     if logical == "decimal":
         return f"Decimal({avro['precision']}, {avro.get('scale', 0)})"
@@ -65,17 +87,46 @@ def clickhouse_type(avro: Any) -> str:
         return _LOGICAL[logical]
     kind = avro["type"]
     if kind == "array":
-        return f"Array({clickhouse_type(avro['items'])})"
+        return f"Array({clickhouse_type(avro['items'], names, nullable_tuple)})"
     if kind == "map":
-        return f"Map(String, {clickhouse_type(avro['values'])})"
+        return f"Map(String, {clickhouse_type(avro['values'], names, nullable_tuple)})"
     if kind == "record":
-        members = ", ".join(
-            f"{quote(f['name'])} {clickhouse_type(f['type'])}" for f in avro["fields"]
-        )
-        return f"Tuple({members})"
-    return clickhouse_type(kind)
+        return f"Tuple({', '.join(_member(f, names, nullable_tuple) for f in avro['fields'])})"
+    return clickhouse_type(kind, names, nullable_tuple)
 
 
-def columns(value_schema: dict[str, Any]) -> list[tuple[str, str]]:
-    """(name, ClickHouse type) of every field of a value record, in order."""
-    return [(field["name"], clickhouse_type(field["type"])) for field in value_schema["fields"]]
+def _member(field: dict[str, Any], names: Names, nullable_tuple: bool) -> str:
+    kind = clickhouse_type(field["type"], names, nullable_tuple)
+    if names == "none":
+        return kind
+    return f"{quote(delta_name(field) if names == 'delta' else field['name'])} {kind}"
+
+
+def columns(value_schema: dict[str, Any], nullable_tuple: bool = True) -> list[tuple[str, str]]:
+    """(Delta name, ClickHouse type) of every field of a value record, in order."""
+    return [
+        (delta_name(field), clickhouse_type(field["type"], "delta", nullable_tuple))
+        for field in value_schema["fields"]
+    ]
+
+
+class InputColumn(NamedTuple):
+    """How one column is read from AvroConfluent input and written to the table."""
+
+    name: str  # the table's column: the Delta name
+    avro_name: str
+    input_type: str  # tuple elements under their Avro names, as ClickHouse reads them
+    expression: str  # the input column as the table's type: tuples cast by position
+
+
+def input_columns(value_schema: dict[str, Any], nullable_tuple: bool = True) -> list[InputColumn]:
+    out = []
+    for field in value_schema["fields"]:
+        read = clickhouse_type(field["type"], "avro", nullable_tuple)
+        stored = clickhouse_type(field["type"], "delta", nullable_tuple)
+        expression = quote(field["name"])
+        if read != stored:  # a renamed tuple element: CAST matches named tuples by name
+            positional = clickhouse_type(field["type"], "none", nullable_tuple)
+            expression = f"CAST({expression}, {literal(positional)})"
+        out.append(InputColumn(delta_name(field), field["name"], read, expression))
+    return out

@@ -140,7 +140,7 @@ def test_table_is_created_with_faithful_types_and_key_from_the_key_schema(
         "day": "Nullable(Date32)",
         "tags": "Array(Nullable(String))",
         "attrs": "Map(String, Int64)",
-        "address": "Tuple(city Nullable(String))",
+        "address": "Nullable(Tuple(city Nullable(String)))",
         "_change_type": "String",
         "_commit_version": "Int64",
         "_commit_timestamp": "DateTime64(6, 'UTC')",

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from schemas.clickhouse import columns, quote
+from consumer.sink import insert_sql
+from consumer.table import Target
+from schemas.clickhouse import columns, input_columns, quote
 from tests.endpoints import Endpoints
 from tests.producer_helpers import create_table, publish, read_topic
 
@@ -21,20 +23,22 @@ FULL = """('k1', 1, 2, 3, 4, 1.5, 2.5, 12.3456, X'0102', DATE'2024-01-02',
  array(1, 2), map('a', 1.0), named_struct('a', 1, 'b', 'x'),
  array(named_struct('x', 5, 'tags', array('t'))))"""
 NULLS = "('k2'" + ", NULL" * 16 + ")"
+# The narrow integers' extremes, and a struct that is there but holds only NULLs.
+EDGES = "('k3', -128, 32767" + ", NULL" * 12 + ", named_struct('a', NULL, 'b', NULL), NULL)"
 
 
 @pytest.fixture(scope="module")
 def published(spark: Any, endpoints: Endpoints, tmp_path_factory: Any) -> tuple[str, list[Any]]:
     path = str(tmp_path_factory.mktemp("types") / "t")
     create_table(spark, path, COLUMNS)
-    spark.sql(f"INSERT INTO delta.`{path}` VALUES {FULL}, {NULLS}")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES {FULL}, {NULLS}, {EDGES}")
     topic = publish(spark, endpoints, path, "id", until_version=1)
     records = sorted(read_topic(endpoints, topic), key=lambda r: r.key["id"])
     return topic, records
 
 
 def test_avro_deserializer_reads_every_type_back(published: tuple[str, list[Any]]) -> None:
-    full, nulls = (r.value for r in published[1])
+    full, nulls, _ = (r.value for r in published[1])
 
     assert {k: v for k, v in full.items() if not k.startswith("_")} == {
         "id": "k1",
@@ -74,14 +78,14 @@ def test_clickhouse_reads_the_same_messages_into_the_mapped_column_types(
 
     topic, records = published
     schema = json.loads(registry.get_latest_version(f"{topic}-value").schema.schema_str)
-    table = f"{quote(ch_database)}.{quote('types')}"
+    target = Target(ch_database, "types")
+    table = target.name
     definition = ", ".join(f"{quote(name)} {kind}" for name, kind in columns(schema))
     clickhouse.command(f"CREATE TABLE {table} ({definition}) ENGINE = MergeTree ORDER BY id")
 
-    clickhouse.raw_insert(
-        table,
-        insert_block=b"".join(r.raw_value for r in records),
-        fmt="AvroConfluent",
+    clickhouse.command(  # as the consumer inserts
+        insert_sql(target, input_columns(schema)),
+        data=b"".join(r.raw_value for r in records),
         settings={"format_avro_schema_registry_url": endpoints.registry_for_clickhouse},
     )
 
@@ -101,3 +105,9 @@ def test_clickhouse_reads_the_same_messages_into_the_mapped_column_types(
     )
     nulls = clickhouse.query(f"SELECT l, dec, ts, arr FROM {table} WHERE id = 'k2'").result_rows
     assert nulls == [(None, None, None, [])]
+    narrow = "SELECT id, toTypeName(b), b, toTypeName(s), s, st IS NULL, toString(st)"
+    assert clickhouse.query(f"{narrow} FROM {table} ORDER BY id").result_rows == [
+        ("k1", "Nullable(Int8)", 1, "Nullable(Int16)", 2, 0, "(1,'x')"),
+        ("k2", "Nullable(Int8)", None, "Nullable(Int16)", None, 1, None),
+        ("k3", "Nullable(Int8)", -128, "Nullable(Int16)", 32767, 0, "(NULL,NULL)"),
+    ]

@@ -2,6 +2,7 @@
 
 from consumer.kafka_engine import HIDDEN, KafkaSource, statements
 from consumer.table import Target
+from schemas.clickhouse import InputColumn
 
 SOURCE = KafkaSource(
     "kafka:9092",
@@ -19,6 +20,10 @@ def ddl(reveal: bool = False) -> list[str]:
     return statements(
         Target("db", "orders"),
         [("id", "Int64"), ("_change_type", "String")],
+        [
+            InputColumn("id", "id", "Int64", "`id`"),
+            InputColumn("_change_type", "_change_type", "String", "`_change_type`"),
+        ],
         ["id"],
         100,
         SOURCE,

@@ -17,8 +17,8 @@ STRUCT = {
 
 CASES: list[tuple[str, Any, Any, str]] = [
     ("boolean", "boolean", "boolean", "Bool"),
-    ("byte", "byte", "int", "Int32"),
-    ("short", "short", "int", "Int32"),
+    ("byte", "byte", {"type": "int", "connect.type": "int8"}, "Int8"),
+    ("short", "short", {"type": "int", "connect.type": "int16"}, "Int16"),
     ("int", "integer", "int", "Int32"),
     ("long", "long", "long", "Int64"),
     ("float", "float", "float", "Float32"),
@@ -76,6 +76,16 @@ CASES: list[tuple[str, Any, Any, str]] = [
         "Tuple(`a` Int32, `b` Nullable(String))",
     ),
     (
+        "nullable struct",
+        {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True}]},
+        {
+            "type": "record",
+            "name": "col_record",
+            "fields": [{"name": "a", "type": ["null", "long"], "default": None}],
+        },
+        "Tuple(`a` Nullable(Int64))",
+    ),
+    (
         "nested struct in array",
         {"type": "array", "elementType": STRUCT, "containsNull": False},
         {
@@ -108,10 +118,20 @@ def test_delta_type_maps_to_avro_and_clickhouse(delta: Any, avro: Any, clickhous
         (["null", "long"], "Nullable(Int64)"),
         (["null", {"type": "array", "items": "long"}], "Array(Int64)"),
         (["null", {"type": "map", "values": "long"}], "Map(String, Int64)"),
+        (
+            ["null", {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]}],
+            "Nullable(Tuple(`a` Int32))",
+        ),
     ],
 )
 def test_nullability_is_preserved_where_clickhouse_allows_it(avro: Any, clickhouse: str) -> None:
     assert clickhouse_type(avro) == clickhouse
+
+
+def test_a_null_struct_is_a_tuple_of_defaults_on_servers_without_nullable_tuple() -> None:
+    record = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]}
+
+    assert clickhouse_type(["null", record], nullable_tuple=False) == "Tuple(`a` Int32)"
 
 
 def table(*fields: tuple[str, Any, bool]) -> dict[str, Any]:
