@@ -11,8 +11,8 @@ from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from consumer.errors import NotPublishedYetError, RegistryUnavailableError
-from schemas.avro_names import delta_name
 from schemas.naming import key_subject, value_subject
+from schemas.registry_errors import misconfigured, not_found, refused, unavailable
 
 MAGIC = 0
 HEADER = 5  # magic byte + 4-byte big-endian schema id
@@ -26,10 +26,12 @@ def schema_id(value: bytes) -> int | None:
 
 
 class Schemas:
-    """Registry look-ups the consumer needs; 404 → None, unreachable → transient error."""
+    """Registry look-ups the consumer needs: not found → None, unreachable → transient error,
+    refused credentials or a URL that is no registry → ConfigError, else terminal."""
 
     def __init__(self, client_config: dict[str, Any]) -> None:
         self._client = SchemaRegistryClient(client_config)
+        self.url = str(client_config.get("url", "?"))
         self._by_id: dict[int, dict[str, Any] | None] = {}
         self._parsed: dict[int, Any] = {}
 
@@ -61,7 +63,7 @@ class Schemas:
         found = self._call(lambda: self._client.get_latest_version(key_subject(topic)))
         if found is None:
             return None
-        return [delta_name(field) for field in json.loads(found.schema.schema_str)["fields"]]
+        return [field["name"] for field in json.loads(found.schema.schema_str)["fields"]]
 
     def order_by(self, topic: str, configured: list[str]) -> list[str]:
         """The table's ORDER BY: the configured columns, else the key schema's fields."""
@@ -77,10 +79,10 @@ class Schemas:
         try:
             return request()
         except SchemaRegistryError as exc:
-            if exc.http_status_code == 404:
+            if not_found(exc):
                 return None
-            if exc.http_status_code >= 500 or exc.http_status_code < 0:
+            if unavailable(exc):
                 raise RegistryUnavailableError(f"schema registry failed: {exc}") from exc
-            raise
+            raise misconfigured(exc, self.url) or refused(exc, self.url, "a look-up") from exc
         except httpx.TransportError as exc:
             raise RegistryUnavailableError(f"schema registry unreachable: {exc}") from exc

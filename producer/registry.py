@@ -10,6 +10,7 @@ from typing import Any
 from producer.encode import WireSchema
 from producer.errors import SchemaChangeError, UnreachableError
 from schemas.naming import key_subject, value_subject
+from schemas.registry_errors import misconfigured, refused, unavailable
 
 COMPATIBILITY = "BACKWARD"
 
@@ -46,25 +47,39 @@ class TopicSchemas:
             if exc.http_status_code == 409:  # incompatible with what the topic already carries
                 detail = f"{subject}: {exc.error_message}"
                 raise SchemaChangeError(self.table, version, detail) from exc
-            raise
-        self._retrying(self.client.set_compatibility, subject_name=subject, level=COMPATIBILITY)
+            raise refused(exc, self.url, f"registering {subject}") from exc
+        try:
+            self._retrying(self.client.set_compatibility, subject_name=subject, level=COMPATIBILITY)
+        except SchemaRegistryError as exc:
+            raise refused(exc, self.url, f"setting {subject} to {COMPATIBILITY}") from exc
         return WireSchema(schema, int(schema_id))
 
     def _retrying(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """call, retried with exponential back-off while the registry cannot be reached."""
+        """call, retried with exponential back-off while the registry cannot be reached or
+        answers with a server error; refused credentials and a URL that is no registry raise
+        ConfigError, and its other answers (not found, incompatible) are left to the caller."""
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
         from httpx2 import TransportError
 
         attempt = 1
         while True:
             try:
                 return call(*args, **kwargs)
+            except SchemaRegistryError as exc:
+                wrong = misconfigured(exc, self.url)
+                if wrong is not None:
+                    raise wrong from exc
+                if not unavailable(exc):
+                    raise
+                failure: Exception = exc
             except TransportError as exc:
-                if attempt >= self.attempts:
-                    raise UnreachableError(
-                        "the schema registry", self.url, attempt, str(exc)
-                    ) from exc
-                time.sleep(min(2 ** (attempt - 1), 30))
-                attempt += 1
+                failure = exc
+            if attempt >= self.attempts:
+                raise UnreachableError(
+                    "the schema registry", self.url, attempt, str(failure)
+                ) from failure
+            time.sleep(min(2 ** (attempt - 1), 30))
+            attempt += 1
 
 
 def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version: int) -> None:

@@ -1,0 +1,46 @@
+"""The real registry's answers, as both stages name them: a URL that is no registry API is
+a setting to fix, while a subject not registered yet is the registry's own answer."""
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+
+from consumer.errors import NotPublishedYetError
+from consumer.registry import Schemas
+from producer.registry import TopicSchemas
+from schemas.registry_errors import RegistryUrlError
+from schemas.settings import SchemaRegistrySettings
+from tests.conftest import unique
+from tests.endpoints import Endpoints
+
+pytestmark = pytest.mark.integration
+KEY = {"type": "record", "name": "k", "fields": [{"name": "id", "type": "string"}]}
+
+
+def wrong_url(endpoints: Endpoints) -> str:
+    """The registry's server, at a path that serves no registry API (as when Apicurio's
+    /apis/ccompat/v7 is left out)."""
+    return f"{endpoints.registry.rstrip('/')}/not-the-api"
+
+
+def test_the_consumer_names_a_url_that_is_no_registry(endpoints: Endpoints) -> None:
+    url = wrong_url(endpoints)
+    schemas = Schemas(SchemaRegistrySettings(url=url).client_config())
+
+    with pytest.raises(RegistryUrlError, match=rf"{url} answered 404 .*/apis/ccompat/v7"):
+        schemas.latest_value(unique("topic"))
+
+
+def test_the_producer_names_a_url_that_is_no_registry(endpoints: Endpoints) -> None:
+    url = wrong_url(endpoints)
+    client = SchemaRegistrySettings(url=url).client_config()
+    schemas = TopicSchemas(SchemaRegistryClient(client), url, unique("topic"), "table")
+
+    with pytest.raises(RegistryUrlError, match="CDFBRIDGE_SCHEMA_REGISTRY__URL"):
+        schemas.use(KEY, KEY, version=1)
+
+
+def test_a_subject_not_registered_yet_is_still_waited_for(endpoints: Endpoints) -> None:
+    schemas = Schemas(SchemaRegistrySettings(url=endpoints.registry).client_config())
+
+    with pytest.raises(NotPublishedYetError, match="has not published"):
+        schemas.latest_value(unique("topic"))
