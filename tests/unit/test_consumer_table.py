@@ -48,6 +48,19 @@ def test_same_types_spelled_differently_match() -> None:
 
 
 @pytest.mark.parametrize(
+    ("older", "wanted"),
+    [
+        ("Int32", "Int8"),
+        ("Nullable(Int32)", "Nullable(Int16)"),
+        ("Tuple(a Nullable(Int32))", "Nullable(Tuple(`a` Nullable(Int8)))"),
+        ("Array(Tuple(`x)` String))", "Array(Nullable(Tuple(`x)` String)))"),
+    ],
+)
+def test_tables_of_earlier_releases_keep_their_wider_types(older: str, wanted: str) -> None:
+    assert additions(TARGET, {"c": older}, [("c", wanted)]) == []
+
+
+@pytest.mark.parametrize(
     ("existing", "wanted", "named"),
     [
         ({"id": "Int64", "n": "Int32"}, [("id", "Int64"), ("n", "Int64")], "n is Int32 in the"),
