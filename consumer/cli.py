@@ -8,18 +8,17 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-
 from consumer import logs
 from consumer.settings import ConsumerSettings, load
-from schemas.errors import CdfBridgeError, ConfigError, TransientError
+from schemas.cli import run_command
 from schemas.settings import env_vars
 
 EXIT_CODES = """\
 exit codes:
   0  done, or stopped by SIGTERM/SIGINT after committing what it had written
-  1  the table, the schema or the data need a fix (the message says which)
-  2  invalid settings or arguments
+  1  the table, the schema or the data need a fix, or Kafka refused a commit for good or
+     reported a fatal error (the message says which)
+  2  invalid settings or arguments, or credentials ClickHouse or the registry refused
   3  Kafka, the registry or ClickHouse did not answer
 """
 Command = Callable[[ConsumerSettings, argparse.Namespace], int]
@@ -81,15 +80,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logs.configure(args.log_level)
-    try:
-        settings = load(args.config, topic=args.topic, group=args.group, table=args.table)
-        return COMMANDS[args.command or "run"](settings, args)
-    except ConfigError as exc:
-        return _fail(exc, 2)
-    except (TransientError, KafkaException) as exc:
-        return _fail(exc, 3)
-    except CdfBridgeError as exc:
-        return _fail(exc, 1)
+    return run_command(
+        "cdfbridge-consumer",
+        lambda: load(args.config, topic=args.topic, group=args.group, table=args.table),
+        lambda settings: COMMANDS[args.command or "run"](settings, args),
+    )
 
 
 def _run(settings: ConsumerSettings, args: argparse.Namespace) -> int:
@@ -145,11 +140,6 @@ def _status(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 
     print("\n".join(status(settings).lines()))
     return 0
-
-
-def _fail(exc: Exception, code: int) -> int:
-    print(f"cdfbridge-consumer: {exc}", file=sys.stderr)
-    return code
 
 
 COMMANDS: dict[str, Command] = {

@@ -54,3 +54,14 @@ class CommitRefusedError(TerminalError):
             "consumer may commit (Read on its group and topic) and that the partition exists, "
             "then restart it"
         )
+
+
+class KafkaFatalError(TerminalError):
+    """librdkafka reported a fatal error: this consumer can do nothing more."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"Kafka reported a fatal error to the consumer ({reason}); restart it: batches "
+            "not committed yet are read again and deduplicated. If it happens again, check "
+            "the brokers' logs and the consumer's Kafka settings (CDFBRIDGE_KAFKA__*)"
+        )

@@ -18,18 +18,19 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
-    KafkaException,
     Message,
     TopicPartition,
 )
 
 from consumer.batch import INTENT, Batcher, Limits, PartitionBatch, TopicPartitionKey
+from consumer.errors import KafkaFatalError
 from consumer.kafka import consumer_config, ensure_topic
 from consumer.metrics import Metrics
 from consumer.retry import Backoff, retrying
 from consumer.settings import ConsumerSettings
 from consumer.table import Target
 from schemas.errors import TransientError
+from schemas.kafka_errors import describe
 from schemas.naming import dlq_topic
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class Pipeline:
             self._eof.add(key)
             self._pending += self.batcher.ended(key)
         elif error.fatal():
-            raise KafkaException(error)
+            raise KafkaFatalError(describe(error))
         else:
             log.warning("kafka error", extra={"error": str(error)})
 

@@ -3,11 +3,13 @@ fenced by a newer producer, fatal, worth a restart later, or refused for good.""
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from producer.errors import FencedError, KafkaFatalError, KafkaRefusedError, KafkaUnavailableError
 from schemas.errors import CdfBridgeError
-from schemas.kafka_errors import describe, passing
+from schemas.kafka_errors import describe, error_of, passing
+
+__all__ = ["FENCED", "error_of", "fatal", "kafka_failure"]
 
 # A newer producer with the same transactional.id has taken over (librdkafka raises _FENCED;
 # the broker's codes are PRODUCER_FENCED and, from older brokers, INVALID_PRODUCER_EPOCH).
@@ -34,9 +36,3 @@ def kafka_failure(
     if passing(error):
         return KafkaUnavailableError(where, doing, describe(error))
     return KafkaRefusedError(where, doing, describe(error))
-
-
-def error_of(exc: KafkaException) -> KafkaError:
-    """The KafkaError a KafkaException carries (confluent-kafka puts it first in args)."""
-    error = exc.args[0] if exc.args else None
-    return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))

@@ -3,7 +3,7 @@ get past, and which ones stop the process."""
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 # librdkafka sets `retriable()` only on some errors: never on a commit's result, nor on the
 # error a failed commit raises. These codes mean a broker or the group coordinator is away,
@@ -45,3 +45,9 @@ def passing(error: KafkaError) -> bool:
 def describe(error: KafkaError) -> str:
     """`NAME: text`, e.g. `UNKNOWN_TOPIC_OR_PART: Broker: Unknown topic or partition`."""
     return f"{error.name()}: {error.str()}"
+
+
+def error_of(exc: KafkaException) -> KafkaError:
+    """The KafkaError a KafkaException carries (confluent-kafka puts it first in args)."""
+    error = exc.args[0] if exc.args else None
+    return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))

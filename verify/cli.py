@@ -18,7 +18,7 @@ exit codes:
   0  equal
   1  not equal (the report names lost, extra and wrong keys), nothing to compare yet, or the
      Delta table cannot be read (the message says why)
-  2  invalid settings or arguments
+  2  invalid settings or arguments, or credentials ClickHouse refused
   3  Kafka or ClickHouse did not answer
 """
 
