@@ -5,12 +5,19 @@ Moving offsets needs the group to be idle: stop its consumers first.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from schemas.errors import ConfigError, ServiceUnavailableError
@@ -24,14 +31,39 @@ class PartitionOffsets:
     committed: int  # -1001 when the group never committed
     low: int
     high: int
+    # A read_committed reader at the committed offset finds nothing left to read: what lies
+    # between it and `high` is commit markers (or aborted or still open transactions).
+    caught_up: bool = False
+
+    @property
+    def start(self) -> int:
+        """Where the group reads on: the committed offset, else the earliest one kept."""
+        return max(self.committed, self.low)
 
     @property
     def lag(self) -> int:
+        """Offsets between the committed one and the end, 0 when nothing readable is left."""
+        if self.caught_up:
+            return 0
         return self.high - (self.committed if self.committed >= 0 else self.low)
 
 
 def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[PartitionOffsets]:
-    probe = Consumer({**client_config, "group.id": group, "enable.auto.commit": False})
+    """Per partition: the group's committed offset, the watermarks, and whether a
+    read_committed reader has anything left after the committed offset. On a transactional
+    topic each transaction ends in a commit marker that no reader ever returns, so a group
+    that has read everything still sits one offset (or more) below the high watermark."""
+    probe = Consumer(
+        {
+            **client_config,
+            "group.id": group,  # assign() only: never joins the group nor commits
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 1024 * 1024,  # one message per partition is all it needs
+        }
+    )
     try:
         partitions = [TopicPartition(topic, p) for p in _partitions(probe, topic)]
         committed = probe.committed(partitions, timeout=TIMEOUT_S)
@@ -39,11 +71,37 @@ def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[
         for tp in committed:
             low, high = probe.get_watermark_offsets(tp, timeout=TIMEOUT_S)
             found.append(PartitionOffsets(tp.partition, tp.offset, low, high))
-        return found
+        at_end = _nothing_left(probe, topic, [p for p in found if p.lag > 0])
+        return [replace(p, caught_up=p.partition in at_end) for p in found]
     except KafkaException as exc:
         raise ServiceUnavailableError(f"cannot read offsets of group {group}: {exc}") from exc
     finally:
         probe.close()
+
+
+def _nothing_left(probe: Any, topic: str, behind: list[PartitionOffsets]) -> set[int]:
+    """The partitions of `behind` where a read_committed read from the group's offset meets
+    the end before any message."""
+    undecided = {p.partition for p in behind}
+    probe.assign([TopicPartition(topic, p.partition, p.start) for p in behind])
+    at_end: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT_S
+    while undecided:
+        if time.monotonic() > deadline:
+            raise ServiceUnavailableError(
+                f"reading partitions {sorted(undecided)} of {topic} took over {TIMEOUT_S} s"
+            )
+        message = probe.poll(0.5)
+        if message is None or message.partition() not in undecided:
+            continue
+        error = message.error()
+        if error is not None and error.code() != KafkaError._PARTITION_EOF:
+            raise KafkaException(error)
+        if error is not None:
+            at_end.add(message.partition())
+        undecided.discard(message.partition())
+        probe.pause([TopicPartition(topic, message.partition())])
+    return at_end
 
 
 def targets(

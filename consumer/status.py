@@ -1,14 +1,17 @@
 """`status`: where the group stands per partition, the last Delta version in the table,
-and its row counts."""
+and its row counts. A partition's lag is 0 once a read_committed reader has nothing left
+after the group's offset, even though commit markers follow it (consumer/offsets.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from clickhouse_connect.driver.exceptions import DatabaseError
+
 from consumer import offsets, table
 from consumer.settings import ConsumerSettings
-from consumer.sink import connect
+from consumer.sink import classify, connect
 from consumer.table import Target
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
@@ -51,9 +54,12 @@ def status(settings: ConsumerSettings) -> Status:
     target = Target(settings.clickhouse.database, c.target_table)
     client = connect(settings.clickhouse)
     rows = current = version = None
-    if table.existing_columns(client, target) is not None:
-        rows, version = _counts(client, target)
-        current = int(client.command(f"SELECT count() FROM {target.current_view}"))  # noqa: S608
+    try:
+        if table.existing_columns(client, target) is not None:
+            rows, version = _counts(client, target)
+            current = int(client.command(f"SELECT count() FROM {target.current_view}"))  # noqa: S608
+    except DatabaseError as exc:
+        raise classify(exc, settings.clickhouse.url) from exc
     return Status(c.group, c.topic, found, target.name, rows, current, version)
 
 
