@@ -22,8 +22,15 @@ SOURCE_OFFSET = "cdfbridge.source.offset"
 
 
 class DeadLetters:
-    def __init__(self, client_config: Mapping[str, Any]) -> None:
-        self._producer = Producer({**client_config, "enable.idempotence": True, "linger.ms": 20})
+    def __init__(self, client_config: Mapping[str, Any], max_message_bytes: int) -> None:
+        self._producer = Producer(
+            {
+                **client_config,
+                "enable.idempotence": True,
+                "linger.ms": 20,
+                "message.max.bytes": max_message_bytes,
+            }
+        )
         self.sent = 0
         self._failures: list[str] = []
 

@@ -9,16 +9,25 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schemas.errors import ServiceUnavailableError
+from schemas.settings import MAX_MESSAGE_BYTES
+
+# A dead letter is its message plus headers naming the error and where it came from.
+DEAD_LETTER_HEADROOM = 64 * 1024
 
 
-def consumer_config(client_config: Mapping[str, Any], group: str) -> dict[str, Any]:
+def consumer_config(
+    client_config: Mapping[str, Any], group: str, max_message_bytes: int = MAX_MESSAGE_BYTES
+) -> dict[str, Any]:
     """Offsets are committed by hand, after ClickHouse has the rows; uncommitted
-    transactions are never read; rebalances move only the partitions that change owner."""
+    transactions are never read; rebalances move only the partitions that change owner.
+    A fetch always holds the largest message the producer may send."""
+    fetch = max(64 * 1024 * 1024, max_message_bytes)
     return {
         # Prefetch whole batches' worth without pausing: librdkafka otherwise backs off for
         # a second whenever a partition's queue holds 100k messages. Settings may tune these
         # (CDFBRIDGE_KAFKA__PROPERTIES).
-        "fetch.max.bytes": 64 * 1024 * 1024,
+        "fetch.max.bytes": fetch,
+        "receive.message.max.bytes": max(100_000_000, fetch + 2**20),
         # Smaller than a batch: a response is parsed whole before its first message is
         # handed over, so the first rows of a backlog arrive sooner.
         "max.partition.fetch.bytes": 2 * 1024 * 1024,
@@ -40,10 +49,18 @@ def consumer_config(client_config: Mapping[str, Any], group: str) -> dict[str, A
     }
 
 
-def ensure_topic(client_config: Mapping[str, Any], topic: str, partitions: int = 1) -> None:
+def ensure_topic(
+    client_config: Mapping[str, Any],
+    topic: str,
+    partitions: int = 1,
+    max_message_bytes: int = MAX_MESSAGE_BYTES + DEAD_LETTER_HEADROOM,
+) -> None:
     """Create `topic` unless it exists (the dead-letter topic, on start-up)."""
     admin = AdminClient(dict(client_config))
-    future = admin.create_topics([NewTopic(topic, partitions)], request_timeout=30)[topic]
+    config = {"max.message.bytes": str(max_message_bytes)}
+    future = admin.create_topics([NewTopic(topic, partitions, config=config)], request_timeout=30)[
+        topic
+    ]
     try:
         future.result(timeout=30)
     except KafkaException as exc:

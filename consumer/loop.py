@@ -24,7 +24,7 @@ from confluent_kafka import (
 
 from consumer.batch import INTENT, Batcher, Limits, PartitionBatch, TopicPartitionKey
 from consumer.errors import KafkaFatalError
-from consumer.kafka import consumer_config, ensure_topic
+from consumer.kafka import DEAD_LETTER_HEADROOM, consumer_config, ensure_topic
 from consumer.metrics import Metrics
 from consumer.retry import Backoff, retrying
 from consumer.settings import ConsumerSettings
@@ -108,7 +108,7 @@ class Pipeline:
         from consumer.dlq import DeadLetters
 
         consumer = self._subscribe(kafka)
-        dead_letters = DeadLetters(kafka)
+        dead_letters = DeadLetters(kafka, self._largest + DEAD_LETTER_HEADROOM)
         try:
             writer = self._writer(kafka, dead_letters)
         except TransientError as exc:
@@ -123,8 +123,12 @@ class Pipeline:
             raise
         return consumer, Committer(consumer, writer, dead_letters, self.metrics)
 
+    @property
+    def _largest(self) -> int:
+        return self.settings.kafka.max_message_bytes
+
     def _subscribe(self, kafka: dict[str, Any]) -> Any:
-        consumer = Consumer(consumer_config(kafka, self.group))
+        consumer = Consumer(consumer_config(kafka, self.group, self._largest))
         if self.until_caught_up:
             partitions = consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions
             self._all_partitions = {(self.topic, p) for p in partitions}
@@ -143,7 +147,7 @@ class Pipeline:
 
         schemas = Schemas(self.settings.schema_registry.client_config())
         writer = BatchWriter.create(self.settings, self.target, schemas, dead_letters)
-        ensure_topic(kafka, dlq_topic(self.topic))
+        ensure_topic(kafka, dlq_topic(self.topic), 1, self._largest + DEAD_LETTER_HEADROOM)
         return writer
 
     def _step(self, consumer: Any) -> None:

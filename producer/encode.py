@@ -34,6 +34,21 @@ class WireSchema:
         return b"\x00" + self.schema_id.to_bytes(4, "big")
 
 
+def describe_key(raw: bytes, wire: WireSchema | None) -> str:
+    """A framed Avro key as `col=value, ...` with Delta names, for error messages."""
+    import io
+
+    import fastavro
+
+    if wire is None or not raw.startswith(wire.prefix):
+        return raw.hex()
+    parsed = fastavro.parse_schema(wire.schema)
+    record = fastavro.schemaless_reader(io.BytesIO(raw[len(wire.prefix) :]), parsed, None)
+    names = [delta_name(field) for field in wire.schema["fields"]]
+    values = record.values() if isinstance(record, dict) else [record]
+    return ", ".join(f"{name}={value!r}" for name, value in zip(names, values, strict=False))
+
+
 def encode(
     frame: DataFrame,
     key: WireSchema,

@@ -139,3 +139,12 @@ class KafkaUnavailableError(ServiceUnavailableError):
             "that CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS is right. A restart resumes after the last "
             "whole chunk"
         )
+
+
+class MessageTooLargeError(TerminalError):
+    def __init__(self, topic: str, key: str, version: str, size: int | None, limit: str) -> None:
+        what = f"a change of {size:,} bytes" if size is not None else "a change"
+        super().__init__(
+            f"{what} does not fit topic {topic} (key {key}, Delta version {version}): {limit}. "
+            "The chunk was aborted: nothing of it is visible, and a restart resumes at it"
+        )

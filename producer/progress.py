@@ -17,7 +17,7 @@ from producer.errors import KafkaUnavailableError, UnreachableError
 from producer.kafka_errors import error_of, kafka_failure
 from schemas.errors import ConfigError
 from schemas.naming import progress_topic
-from schemas.settings import KafkaConfig
+from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
 TOPIC_NAMES = (
     "letters, digits, '.', '_' and '-', at most 249 characters; set --topic "
@@ -76,12 +76,18 @@ class Progress:
         raise UnreachableError("Kafka", self.topic, 1, f"reading progress took over {timeout_s} s")
 
 
-def ensure_topics(kafka_config: KafkaConfig, topic: str, partitions: int) -> None:
-    """Create the data topic and the compacted progress topic when missing."""
+def ensure_topics(
+    kafka_config: KafkaConfig,
+    topic: str,
+    partitions: int,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> None:
+    """Create the data topic, taking messages up to max_message_bytes, and the compacted
+    progress topic, when missing. Existing topics are left as they are."""
     admin = AdminClient(kafka_config)
     where = str(kafka_config.get("bootstrap.servers", "?"))
     wanted = [
-        NewTopic(topic, partitions, -1),
+        NewTopic(topic, partitions, -1, config={"max.message.bytes": str(max_message_bytes)}),
         NewTopic(progress_topic(topic), 1, -1, config={"cleanup.policy": "compact"}),
     ]
     try:

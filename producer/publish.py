@@ -12,23 +12,35 @@ import time
 from collections.abc import Callable, Iterable
 
 import pyarrow as pa
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from producer.encode import IS_DELETE, KEY, VALUE
-from producer.errors import UnreachableError
+from producer.encode import IS_DELETE, KEY, ORDER, VALUE
+from producer.errors import MessageTooLargeError, UnreachableError
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from producer.progress import Progress
 from schemas.errors import CdfBridgeError
 from schemas.kafka_errors import passing
-from schemas.settings import KafkaConfig
+from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
 TRANSACTION_TIMEOUT_MS = 600_000
 
 
+SETTING = "CDFBRIDGE_KAFKA__MAX_MESSAGE_BYTES"
+
+
 class Publisher:
-    def __init__(self, kafka_config: KafkaConfig, topic: str, tombstones: bool = False) -> None:
+    def __init__(
+        self,
+        kafka_config: KafkaConfig,
+        topic: str,
+        tombstones: bool = False,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         self.topic = topic
         self.tombstones = tombstones
+        self.max_message_bytes = max_message_bytes
+        self.describe_key: Callable[[bytes], str] = bytes.hex  # how errors name a key
+        self._refused: Message | None = None  # the first message the broker refused
         self.transactional_id = f"cdfbridge-{topic}"
         self.bootstrap = str(kafka_config.get("bootstrap.servers", "?"))
         self.progress = Progress(kafka_config, topic)
@@ -45,6 +57,11 @@ class Publisher:
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                 "enable.idempotence": True,
                 "partitioner": "murmur2_random",  # the Java clients' partitioner: same key, same partition
+                # A larger change is refused in produce(), where its key and version are known.
+                "message.max.bytes": max_message_bytes,
+                # Failures only: no Python call per delivered message.
+                "delivery.report.only.error": True,
+                "on_delivery": self._delivery_failed,
             }
         )
 
@@ -71,6 +88,7 @@ class Publisher:
         stop() is asked between batches: when it turns true the transaction is aborted.
         """
         producer = self._producer
+        self._refused = None
         try:
             producer.begin_transaction()
             rows = 0
@@ -87,7 +105,7 @@ class Publisher:
             self._raise_if_fatal(exc, doing)
             if error_of(exc).txn_requires_abort():
                 self._abort()
-            raise self._failure(exc, doing) from exc
+            raise self._broker_refused(last_version) or self._failure(exc, doing) from exc
         except BaseException:
             # Never leave part of a chunk to be committed by a later transaction.
             self._abort()
@@ -104,6 +122,11 @@ class Publisher:
             except BufferError:
                 self._producer.poll(0.05)
                 self._produce(value, key)
+            except KafkaException as exc:
+                if error_of(exc).code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                    raise
+                version = str(batch.column(ORDER)[i].as_py() // 2)
+                raise self._too_large(key, version, len(value), self._client_limit()) from exc
             if deletes is not None and deletes[i]:
                 self._produce(None, key)  # tombstone after the delete, for compaction
         self._producer.poll(0)
@@ -118,6 +141,33 @@ class Publisher:
                 return
             except BufferError:
                 self._producer.poll(0.05)  # let librdkafka drain the queue
+
+    def _delivery_failed(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None and self._refused is None:
+            self._refused = message
+
+    def _broker_refused(self, last_version: int) -> MessageTooLargeError | None:
+        """The message the broker refused as too large, named, or None."""
+        refused = self._refused
+        error = refused.error() if refused is not None else None
+        if refused is None or error is None or error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+            return None
+        limit = (
+            f"the topic's max.message.bytes is lower than {SETTING} ({self.max_message_bytes}); "
+            f"raise it: kafka-configs --alter --entity-type topics --entity-name {self.topic} "
+            f"--add-config max.message.bytes={self.max_message_bytes}"
+        )
+        size = len(refused.value() or b"")
+        return self._too_large(refused.key() or b"", f"up to {last_version}", size, limit)
+
+    def _client_limit(self) -> str:
+        return (
+            f"the largest message is {SETTING} = {self.max_message_bytes}; raise it on the "
+            "producer, and on the topic (max.message.bytes) if it was created before"
+        )
+
+    def _too_large(self, key: bytes, version: str, size: int, limit: str) -> MessageTooLargeError:
+        return MessageTooLargeError(self.topic, self.describe_key(key), version, size, limit)
 
     def _raise_if_fatal(self, exc: KafkaException, doing: str) -> None:
         """Fenced by a newer producer → FencedError; any other fatal error → KafkaFatalError.

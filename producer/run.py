@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from producer import metrics
+from producer.encode import describe_key
 from producer.progress import ensure_topics
 from producer.publish import Publisher
 from producer.reader import Reader, Slice
@@ -57,12 +58,14 @@ def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading
     source = DeltaSource(spark or session_for(settings.spark, settings.storage), config.table)
     source.check_change_feed()
     kafka = settings.kafka.client_config()
-    ensure_topics(kafka, topic, config.partitions)
-    publisher = Publisher(kafka, topic, config.tombstones)
+    limit = settings.kafka.max_message_bytes
+    ensure_topics(kafka, topic, config.partitions, limit)
+    publisher = Publisher(kafka, topic, config.tombstones, limit)
     last = publisher.start()
     start, snapshot_at = starting_point(config, source, last)
     metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
     reader = reader_for(settings, source, start, snapshot_at, stop)
+    publisher.describe_key = lambda raw: describe_key(raw, reader.schemas.key)
     reader.start()
     try:
         _publish_all(reader, publisher, topic, stop)

@@ -14,6 +14,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 ENV_PREFIX = "CDFBRIDGE_"
 # librdkafka configuration, as confluent-kafka's clients take it.
 KafkaConfig = dict[str, str | int | float | bool]
+# The largest change a topic carries: Kafka's 1 MB default is less than one wide row with a
+# document or an image in it; 8 MiB is also the most some managed Kafka services allow.
+MAX_MESSAGE_BYTES = 8 * 2**20
 
 
 class Section(BaseModel):
@@ -27,6 +30,9 @@ class KafkaSettings(Section):
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
     ssl_ca_location: str | None = None
+    # The largest message (one change) the producer sends and the topics it creates accept
+    # (their max.message.bytes); the consumer and its dead-letter topic follow it.
+    max_message_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=2**20, le=2**30)
     # Any other librdkafka property, passed through as is (e.g. {"client.rack": "a"}).
     properties: dict[str, str] = Field(default_factory=dict)
 
