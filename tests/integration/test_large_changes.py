@@ -71,9 +71,10 @@ def visible(endpoints: Endpoints, topic: str) -> int:
             message = reader.poll(1)
             if message is None:
                 continue
-            if message.error() is None:
+            error = message.error()
+            if error is None:
                 seen += 1
-            elif message.error().code() == KafkaError._PARTITION_EOF:
+            elif error.code() == KafkaError._PARTITION_EOF:
                 return seen
         raise AssertionError(f"no end of {topic} within 30 s")
     finally:
