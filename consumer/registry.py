@@ -11,6 +11,7 @@ from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from consumer.errors import NotPublishedYetError, RegistryUnavailableError
+from schemas.avro_names import delta_name
 from schemas.naming import key_subject, value_subject
 from schemas.registry_errors import misconfigured, not_found, refused, unavailable
 
@@ -63,7 +64,7 @@ class Schemas:
         found = self._call(lambda: self._client.get_latest_version(key_subject(topic)))
         if found is None:
             return None
-        return [field["name"] for field in json.loads(found.schema.schema_str)["fields"]]
+        return [delta_name(field) for field in json.loads(found.schema.schema_str)["fields"]]
 
     def order_by(self, topic: str, configured: list[str]) -> list[str]:
         """The table's ORDER BY: the configured columns, else the key schema's fields."""
