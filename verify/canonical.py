@@ -34,6 +34,10 @@ def canonical(expr: str, kind: str, depth: int = 0) -> str:
         item = f"e{depth}"
         inner = canonical(item, args[0], depth + 1)
         return expr if inner == item else f"arrayMap({item} -> {inner}, {expr})"
+    if name == "Nullable":  # of a Tuple holding a map: sort inside, keep NULL
+        inner_expr = f"assumeNotNull({expr})"
+        inner = canonical(inner_expr, args[0], depth)
+        return expr if inner == inner_expr else f"if(isNull({expr}), NULL, {inner})"
     if name == "Tuple":
         elements = [f"tupleElement({expr}, {i})" for i in range(1, len(args) + 1)]
         parts = [
@@ -41,6 +45,19 @@ def canonical(expr: str, kind: str, depth: int = 0) -> str:
         ]
         return expr if parts == elements else f"tuple({', '.join(parts)})"
     return expr  # scalars and Nullable(scalar): the column type is the canonical form
+
+
+def emptied(columns: Sequence[tuple[str, str]]) -> list[str]:
+    """Columns holding a list or a map, at any depth: ClickHouse has no Nullable(Array) or
+    Nullable(Map), so a NULL one there is stored, and compared, as empty."""
+    return [name for name, kind in columns if _holds_list(kind)]
+
+
+def _holds_list(kind: str) -> bool:
+    name, args = split_type(kind)
+    if name in ("Array", "Map"):
+        return True
+    return any(_holds_list(_element_type(arg)) for arg in args if name in ("Nullable", "Tuple"))
 
 
 def row_hash(columns: Sequence[tuple[str, str]]) -> str:

@@ -20,7 +20,7 @@ from consumer.table import Target
 from producer.progress import Progress
 from schemas.changes import METADATA_COLUMNS
 from schemas.clickhouse import quote
-from verify import compare, snapshot
+from verify import canonical, compare, snapshot
 from verify.canonical import split_type
 from verify.errors import NothingToCompareError
 from verify.report import Report
@@ -68,11 +68,14 @@ def _compare(
 ) -> Report:
     delta = compare.summarize(client, staging.name, columns, keys)
     ours = compare.summarize(client, target.current_view, columns, keys)
-    report = Report(source, version, target.current_view, delta, ours, problems)
+    emptied = canonical.emptied(columns)
+    report = Report(source, version, target.current_view, delta, ours, problems, normalised=emptied)
     if report.equal:
         return report
     found = compare.differences(client, staging.name, target.current_view, columns, keys)
-    return Report(source, version, target.current_view, delta, ours, problems, **found)
+    return Report(
+        source, version, target.current_view, delta, ours, problems, normalised=emptied, **found
+    )
 
 
 def _published(settings: VerifySettings) -> int:

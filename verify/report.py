@@ -39,6 +39,8 @@ class Report:
     extra_keys: list[Key] = field(default_factory=list)
     wrong_keys: list[Key] = field(default_factory=list)
     columns: list[ColumnDiff] = field(default_factory=list)
+    # Columns where a NULL list or map of Delta is compared as empty (as ClickHouse stores it).
+    normalised: list[str] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
@@ -52,6 +54,11 @@ class Report:
             f"Delta {self.source} at version {self.version}: {_side(self.delta)}",
             f"ClickHouse {self.target}: {_side(self.clickhouse)}",
         ]
+        if self.normalised:
+            lines.append(
+                f"normalised: a NULL list or map is compared as empty in {', '.join(self.normalised)}"
+                " (ClickHouse has no Nullable(Array) or Nullable(Map))"
+            )
         if self.equal:
             return "\n".join([*lines, "equal"])
         lines += [f"schema: {problem}" for problem in self.schema_problems]

@@ -73,6 +73,8 @@ def test_every_type_compares_equal_after_replication(
 
     assert report.equal, report.render()
     assert (report.delta.rows, report.clickhouse.rows) == (5, 5)
+    assert report.normalised == ["arr", "m", "st", "nested"]  # row n holds NULL there
+    assert "compared as empty in arr, m, st, nested" in report.render()
 
 
 def test_a_tampered_table_shows_lost_extra_and_wrong_keys_with_values(

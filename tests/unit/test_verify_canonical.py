@@ -2,7 +2,7 @@
 
 import pytest
 
-from verify.canonical import canonical, row_hash, split_type
+from verify.canonical import canonical, emptied, row_hash, split_type
 
 
 @pytest.mark.parametrize(
@@ -27,6 +27,12 @@ from verify.canonical import canonical, row_hash, split_type
             "Tuple(`odd, name` Int32, `m` Map(String, Array(Int8)))",
             "tuple(tupleElement(x, 1), mapSort(tupleElement(x, 2)))",
         ),
+        (
+            "Nullable(Tuple(a Int32, m Map(String, Int32)))",
+            "if(isNull(x), NULL, tuple(tupleElement(assumeNotNull(x), 1), "
+            "mapSort(tupleElement(assumeNotNull(x), 2))))",
+        ),
+        ("Nullable(Tuple(a Int32))", "x"),
     ],
 )
 def test_canonical_sorts_every_map_and_leaves_other_types_alone(kind: str, expected: str) -> None:
@@ -45,3 +51,16 @@ def test_row_hash_covers_every_column_in_one_tuple() -> None:
     assert row_hash([("id", "String"), ("m", "Map(String, Int32)")]) == (
         "cityHash64(tuple(`id`, mapSort(`m`)))"
     )
+
+
+def test_columns_holding_a_list_or_map_at_any_depth_are_named_as_normalised() -> None:
+    columns = [
+        ("id", "String"),
+        ("tags", "Array(Nullable(String))"),
+        ("attrs", "Map(String, Int64)"),
+        ("address", "Nullable(Tuple(`city` Nullable(String), `lines` Array(String)))"),
+        ("point", "Nullable(Tuple(`x` Float64, `y` Float64))"),
+        ("`Array(` named", "Nullable(String)"),
+    ]
+
+    assert emptied(columns) == ["tags", "attrs", "address"]
