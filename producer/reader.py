@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from producer.encode import KEY_IS_NULL, ORDER, WireSchema, encode, snapshot_changes
+from producer.encode import KEY_IS_NULL, ORDER, WireSchema, column, encode, snapshot_changes
 from producer.errors import (
     NullKeyError,
     SchemaChangeError,
@@ -213,7 +213,7 @@ class Reader(threading.Thread):
         return replace(chunk, slices=slices, sized=True)
 
     def _slices(self, frame: DataFrame, chunk: Chunk) -> Iterator[pa.Table]:
-        from pyspark.sql.functions import col, lit, pmod, xxhash64
+        from pyspark.sql.functions import lit, pmod, xxhash64
 
         key, value = self.schemas.key, self.schemas.value
         if key is None or value is None:
@@ -222,7 +222,7 @@ class Reader(threading.Thread):
         for index in range(chunk.slices):
             part = frame
             if chunk.slices > 1:  # one key always falls in the same slice: its order holds
-                bucket = pmod(xxhash64(*[col(c) for c in pk]), lit(chunk.slices))
+                bucket = pmod(xxhash64(*[column(c) for c in pk]), lit(chunk.slices))
                 part = frame.where(bucket == index)
             rows = encode(part, key, value, pk, self.config.include_preimage).toArrow()
             self._check_keys(rows)

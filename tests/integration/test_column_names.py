@@ -101,19 +101,20 @@ def test_spaces_and_punctuation_under_column_mapping_replicate_and_verify_equal(
     path = str(tmp_path / "mapped")
     table = f"delta.`{path}`"
     spark.sql(
-        f"CREATE TABLE {table} (id BIGINT, `first name` STRING, `amount (eur)` DECIMAL(10, 2), "
+        f"CREATE TABLE {table} (`the.id` BIGINT, `first name` STRING, `amount (eur)` DECIMAL(10, 2), "
         "`a,b;c{d}=e` INT) USING delta TBLPROPERTIES (delta.columnMapping.mode = 'name', "
         "delta.enableChangeDataFeed = true)"
     )
     spark.sql(f"INSERT INTO {table} VALUES (1, 'Ada', 1.50, 7), (2, 'Bo', 2.25, 8)")
     spark.sql(f"UPDATE {table} SET `amount (eur)` = 9.99 WHERE `first name` = 'Bo'")
-    topic = publish(spark, endpoints, path, "id", until_version=2)
+    # One change per chunk: each commit is read in key-hash slices over `the.id`.
+    topic = publish(spark, endpoints, path, "the.id", until_version=2, max_rows_per_chunk=1)
 
     checked = consume(endpoints, path, topic, ch_database)
 
     rows = clickhouse.query(
-        f"SELECT id, `first name`, toString(`amount (eur)`), `a,b;c{{d}}=e` "
-        f"FROM `{ch_database}`.`{topic}_current` ORDER BY id"
+        f"SELECT `the.id`, `first name`, toString(`amount (eur)`), `a,b;c{{d}}=e` "
+        f"FROM `{ch_database}`.`{topic}_current` ORDER BY `the.id`"
     ).result_rows
     assert rows == [(1, "Ada", "1.5", 7), (2, "Bo", "9.99", 8)]
     report = verify(checked)
