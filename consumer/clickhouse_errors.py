@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 from urllib3.util.retry import Retry
 
@@ -54,3 +57,13 @@ def classify(exc: DatabaseError, url: str | None = None) -> CdfBridgeError:
             "on the way"
         )
     return InsertError(f"ClickHouse refused the insert (code {code}, {exc.name}): {exc}", code)
+
+
+@contextmanager
+def sorted_errors(url: str | None = None) -> Iterator[None]:
+    """ClickHouse's errors raised inside come out as ours (`classify`): for the commands
+    around the insert path (Kafka-engine DDL, rebuild)."""
+    try:
+        yield
+    except DatabaseError as exc:
+        raise classify(exc, url) from exc

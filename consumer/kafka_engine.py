@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from consumer import table
+from consumer.clickhouse_errors import sorted_errors
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from consumer.sink import connect
@@ -201,12 +202,14 @@ def plan(
 
 def nullable_tuples(settings: ConsumerSettings) -> bool:
     """Whether the settings' ClickHouse stores Nullable(Tuple)."""
-    return table.nullable_tuples(connect(settings.clickhouse))
+    with sorted_errors(settings.clickhouse.url):
+        return table.nullable_tuples(connect(settings.clickhouse))
 
 
 def apply(settings: ConsumerSettings, chosen: Plan) -> None:
     """Create (or check) the target table, then the Kafka table and its view."""
     client = connect(settings.clickhouse)
-    table.ensure(client, chosen.target, chosen.columns, chosen.order_by, chosen.dedup_window)
-    for statement in chosen.statements(reveal_secrets=True)[2:]:
-        client.command(statement)
+    with sorted_errors(settings.clickhouse.url):
+        table.ensure(client, chosen.target, chosen.columns, chosen.order_by, chosen.dedup_window)
+        for statement in chosen.statements(reveal_secrets=True)[2:]:
+            client.command(statement)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from consumer import table
+from consumer.clickhouse_errors import sorted_errors
 from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
 from consumer.sink import connect
@@ -36,6 +37,11 @@ class Rebuilt:
 
 
 def rebuild(settings: ConsumerSettings, group: str = "") -> Rebuilt:
+    with sorted_errors(settings.clickhouse.url):
+        return _rebuild(settings, group)
+
+
+def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     target = Target(settings.clickhouse.database, settings.consumer.target_table)
     shadow = target.renamed(target.table + SHADOW_SUFFIX)
     group = group or f"{settings.consumer.group}-rebuild-{int(time.time())}"

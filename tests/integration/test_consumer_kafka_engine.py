@@ -87,3 +87,27 @@ def wait_until_group_committed_the_end(endpoints: Endpoints, topic: str, group: 
         assert time.monotonic() < deadline, f"group {group} did not commit {ends} in 90 s"
         time.sleep(0.5)
     probe.close()
+
+
+def test_ddl_clickhouse_refuses_is_named_in_one_line_with_exit_1(
+    endpoints: Endpoints,
+    topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = topic_factory(partitions=1)
+    Changes(endpoints, topic).send([order(1)], "insert", 1)
+    for name, value in {
+        "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
+        "SCHEMA_REGISTRY__URL": endpoints.registry,
+        "CLICKHOUSE__URL": endpoints.clickhouse,
+        "CLICKHOUSE__DATABASE": f"{topic}_missing",  # no such database
+    }.items():
+        monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
+
+    code = main(["--topic", topic, "--table", "t", "kafka-engine-ddl", "--apply"])
+
+    error = capsys.readouterr().err
+    assert code == 1
+    assert "UNKNOWN_DATABASE" in error
+    assert "Traceback" not in error
