@@ -92,16 +92,20 @@ def wait_until_group_committed_the_end(endpoints: Endpoints, topic: str, group: 
 def test_ddl_clickhouse_refuses_is_named_in_one_line_with_exit_1(
     endpoints: Endpoints,
     topic_factory: Any,
+    clickhouse: Any,
+    ch_database: str,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     topic = topic_factory(partitions=1)
     Changes(endpoints, topic).send([order(1)], "insert", 1)
+    # A table of that name, but not what the errors view writes: its CREATE is refused.
+    clickhouse.command(f"CREATE TABLE `{ch_database}`.t_kafka_errors (x Int32) ENGINE = Memory")
     for name, value in {
         "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
         "SCHEMA_REGISTRY__URL": endpoints.registry,
         "CLICKHOUSE__URL": endpoints.clickhouse,
-        "CLICKHOUSE__DATABASE": f"{topic}_missing",  # no such database
+        "CLICKHOUSE__DATABASE": ch_database,
     }.items():
         monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
 
@@ -109,5 +113,5 @@ def test_ddl_clickhouse_refuses_is_named_in_one_line_with_exit_1(
 
     error = capsys.readouterr().err
     assert code == 1
-    assert "UNKNOWN_DATABASE" in error
+    assert "THERE_IS_NO_COLUMN" in error
     assert "Traceback" not in error
