@@ -11,6 +11,7 @@ from confluent_kafka import KafkaException, Producer
 
 from consumer.errors import PoisonMessageError
 from schemas.errors import ServiceUnavailableError
+from schemas.kafka_errors import build
 from schemas.naming import dlq_topic
 
 log = logging.getLogger(__name__)
@@ -23,13 +24,14 @@ SOURCE_OFFSET = "cdfbridge.source.offset"
 
 class DeadLetters:
     def __init__(self, client_config: Mapping[str, Any], max_message_bytes: int) -> None:
-        self._producer = Producer(
+        self._producer = build(
+            Producer,
             {
                 **client_config,
                 "enable.idempotence": True,
                 "linger.ms": 20,
                 "message.max.bytes": max_message_bytes,
-            }
+            },
         )
         self.sent = 0
         self._failures: list[str] = []

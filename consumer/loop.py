@@ -30,7 +30,7 @@ from consumer.retry import Backoff, retrying
 from consumer.settings import ConsumerSettings
 from consumer.table import Target
 from schemas.errors import TransientError
-from schemas.kafka_errors import describe
+from schemas.kafka_errors import build, describe
 from schemas.naming import dlq_topic
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class Pipeline:
         return self.settings.kafka.max_message_bytes
 
     def _subscribe(self, kafka: dict[str, Any]) -> Any:
-        consumer = Consumer(consumer_config(kafka, self.group, self._largest))
+        consumer = build(Consumer, consumer_config(kafka, self.group, self._largest))
         if self.until_caught_up:
             partitions = consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions
             self._all_partitions = {(self.topic, p) for p in partitions}

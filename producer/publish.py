@@ -19,7 +19,7 @@ from producer.errors import MessageTooLargeError, UnreachableError
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from producer.progress import Progress
 from schemas.errors import CdfBridgeError
-from schemas.kafka_errors import passing
+from schemas.kafka_errors import build, passing
 from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
 TRANSACTION_TIMEOUT_MS = 600_000
@@ -44,7 +44,8 @@ class Publisher:
         self.transactional_id = f"cdfbridge-{topic}"
         self.bootstrap = str(kafka_config.get("bootstrap.servers", "?"))
         self.progress = Progress(kafka_config, topic)
-        self._producer = Producer(
+        self._producer = build(
+            Producer,
             {
                 # Throughput defaults; CDFBRIDGE_KAFKA__PROPERTIES may tune them.
                 "linger.ms": 20,
@@ -62,7 +63,7 @@ class Publisher:
                 # Failures only: no Python call per delivered message.
                 "delivery.report.only.error": True,
                 "on_delivery": self._delivery_failed,
-            }
+            },
         )
 
     def start(self, attempts: int = 5) -> int | None:

@@ -3,7 +3,14 @@ get past, and which ones stop the process."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
 from confluent_kafka import KafkaError, KafkaException
+
+from schemas.errors import ConfigError
+
+Client = TypeVar("Client")
 
 # librdkafka sets `retriable()` only on some errors: never on a commit's result, nor on the
 # error a failed commit raises. These codes mean a broker or the group coordinator is away,
@@ -51,3 +58,18 @@ def error_of(exc: KafkaException) -> KafkaError:
     """The KafkaError a KafkaException carries (confluent-kafka puts it first in args)."""
     error = exc.args[0] if exc.args else None
     return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
+
+
+def build(kind: Callable[[dict[str, Any]], Client], config: Mapping[str, Any]) -> Client:
+    """A Producer, Consumer or AdminClient; settings librdkafka refuses (an unknown property,
+    a malformed value) → ConfigError naming where they come from."""
+    try:
+        return kind(dict(config))
+    except KafkaException as exc:
+        error = error_of(exc)
+        if error.code() != KafkaError._INVALID_ARG:
+            raise
+        raise ConfigError(
+            f"the Kafka client refused its settings ({error.str()}); check the CDFBRIDGE_KAFKA__* "
+            "settings, CDFBRIDGE_KAFKA__PROPERTIES above all"
+        ) from exc

@@ -60,3 +60,14 @@ def test_a_fatal_error_that_is_no_fencing_stops_the_publisher_naming_it() -> Non
 
     with pytest.raises(KafkaFatalError, match=r"cdfbridge-orders while committing .*Restart"):
         publisher._raise_if_fatal(fatal, "committing")
+
+
+@pytest.mark.parametrize("properties", [{"no.such.property": "1"}, {"linger.ms": "soon"}])
+def test_kafka_client_settings_librdkafka_refuses_are_a_setting_to_fix(
+    properties: dict[str, str],
+) -> None:
+    from producer.publish import Publisher
+    from schemas.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="CDFBRIDGE_KAFKA__PROPERTIES"):
+        Publisher({"bootstrap.servers": "127.0.0.1:1", **properties}, "orders")
