@@ -85,9 +85,12 @@ def conf_for(settings: SparkSection, storage: StorageSettings) -> dict[str, str]
     return {**storage.spark_conf(), **settings.conf}
 
 
-def session_for(settings: SparkSection, storage: StorageSettings) -> SparkSession:
-    """The producer's session: the settings' master, the storage's `fs.s3a.*` settings under
-    the settings' conf (which wins), Delta and S3 jars from the stack.
+def session_for(
+    settings: SparkSection, storage: StorageSettings, app_name: str = "cdfbridge-producer"
+) -> SparkSession:
+    """The producer's session (and cdfbridge-verify's Spark reader's): the settings' master,
+    the storage's `fs.s3a.*` settings under the settings' conf (which wins), Delta and S3
+    jars from the stack.
 
     Retried with back-off while the master cannot be reached; SparkUnavailableError after
     settings.start_attempts tries.
@@ -100,7 +103,7 @@ def session_for(settings: SparkSection, storage: StorageSettings) -> SparkSessio
     return start_with_retries(
         settings.master,
         lambda: build_spark_session(
-            "cdfbridge-producer",
+            app_name,
             settings.master,
             conf_for(settings, storage),
             jars if jars.is_dir() else None,

@@ -1,7 +1,8 @@
 """One comparison, end to end: which version, the staging copy, the summary, the details.
 
 1. version: --version, else the last one the producer published (its progress topic);
-2. copy the Delta snapshot at that version into a staging table of the target's types;
+2. copy the Delta snapshot at that version into a staging table of the target's types
+   (read by delta-rs, or by Spark for reader features delta-rs lacks: routes.py);
 3. compare counts and hashes; on a mismatch, find the lost, extra and wrong keys;
 4. with --wait, repeat from 1 until equal or out of time (the consumer may be catching up).
 """
@@ -43,8 +44,8 @@ def verify(settings: VerifySettings) -> Report:
         while True:
             version = s.version if s.version is not None else _published(settings)
             if version != staged:
-                delta = snapshot.open_version(s.table, version, settings.storage_options)
-                shared, problems = _shared_columns(columns, delta.schema.names)
+                delta = snapshot.open_version(settings, version)
+                shared, problems = _shared_columns(columns, delta.names)
                 snapshot.stage(client, staging, shared, delta)
                 staged = version
             report = _compare(client, s.table, version, staging, target, shared, keys, problems)

@@ -19,7 +19,7 @@ exit codes:
   1  not equal (the report names lost, extra and wrong keys), nothing to compare yet, or the
      Delta table cannot be read (the message says why)
   2  invalid settings or arguments, or credentials ClickHouse refused
-  3  Kafka or ClickHouse did not answer
+  3  Kafka, ClickHouse or the Spark reader's master did not answer
 """
 
 
@@ -50,10 +50,22 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         metavar="KEY=VALUE",
         default=[],
-        help="delta-rs object-store option, repeatable (e.g. AWS_REGION=eu-west-1)",
+        help="delta-rs object-store option, repeatable (e.g. AWS_REGION=eu-west-1); the Spark "
+        "reader takes [storage] and CDFBRIDGE_SPARK__CONF instead",
+    )
+    p.add_argument(
+        "--reader",
+        choices=("auto", "delta-rs", "spark"),
+        help="what reads the Delta snapshot (default auto: delta-rs, file by file as a pyarrow "
+        "dataset, or through its DataFusion scan for deletion vectors and column mapping; "
+        "Spark, with the producer's session settings, for any other reader feature)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--config", type=Path, help="TOML file with [verify], [kafka], [clickhouse]")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="TOML file with [verify], [kafka], [clickhouse], [storage], [spark]",
+    )
     return p
 
 

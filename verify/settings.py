@@ -8,9 +8,11 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from producer.settings import SparkSection
 from schemas.naming import default_table, default_topic
 from schemas.settings import ConnectionSettings, Section
 from schemas.storage import StorageSettings
+from verify.routes import Choice
 
 
 class VerifySection(Section):
@@ -22,6 +24,8 @@ class VerifySection(Section):
     wait_seconds: float = Field(default=0.0, ge=0)  # retry until equal, for a catching-up consumer
     # delta-rs object-store options, over those [storage] gives.
     storage_options: dict[str, str] = Field(default_factory=dict)
+    # auto: delta-rs, or Spark for reader features delta-rs is not known to read (routes.py).
+    reader: Choice = "auto"
 
     @field_validator("primary_key", mode="before")
     @classmethod
@@ -48,6 +52,7 @@ class VerifySection(Section):
 class VerifySettings(ConnectionSettings):
     verify: VerifySection
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    spark: SparkSection = Field(default_factory=SparkSection)  # the Spark reader's session
 
     @property
     def storage_options(self) -> dict[str, str]:

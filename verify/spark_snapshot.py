@@ -1,0 +1,99 @@
+"""The Delta snapshot read by Spark: for reader features delta-rs is not known to read, or
+when --reader spark asks for it. The session is the producer's (producer/spark.py), so the
+same jars, [storage] settings and [spark] conf (CDFBRIDGE_SPARK__*) apply.
+
+Arrow batches are streamed from the driver as Spark's tasks finish them and inserted as
+they come, instead of collecting the whole snapshot first as DataFrame.toArrow() does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from verify.errors import NothingToCompareError
+from verify.routes import Route
+from verify.settings import VerifySettings
+from verify.snapshot import VACUUMED, Snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def open_with_spark(settings: VerifySettings, version: int) -> Snapshot:
+    """The table at `version`, as Spark with Delta reads it."""
+    from producer.spark import session_for
+
+    uri = settings.verify.table
+    spark = session_for(settings.spark, settings.storage, app_name="cdfbridge-verify")
+    errors = _translated(uri, version, settings.storage.endpoint)
+    with errors():
+        frame = spark.read.format("delta").option("versionAsOf", version).load(uri)
+
+    def batches(columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        with errors():
+            yield from arrow_batches(frame.select(*[_column(name) for name in columns]))
+
+    return Snapshot(Route.SPARK, list(frame.columns), batches)
+
+
+def arrow_batches(frame: DataFrame) -> Iterator[pa.RecordBatch]:
+    """frame's rows as Arrow batches, in whatever order Spark's tasks finish.
+
+    DataFrame.toArrow() does the same, then holds every batch; this yields each one.
+    """
+    from pyspark.errors.exceptions.captured import unwrap_spark_exception
+    from pyspark.sql.pandas.serializers import ArrowCollectSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.util import _load_from_socket
+
+    large = frame.sparkSession._jconf.arrowUseLargeVarTypes()
+    schema = to_arrow_schema(frame.schema, True, prefers_large_types=large)
+    serializer = ArrowCollectSerializer()  # type: ignore[no-untyped-call]
+    port, secret, server = frame._jdf.collectAsArrowToPython()
+    for item in _load_from_socket((port, secret), serializer):
+        if isinstance(item, pa.RecordBatch):  # the last item is the batches' order: not needed
+            yield item.cast(schema)
+    with unwrap_spark_exception():
+        server.getResult()  # raises what failed in Spark's tasks
+
+
+def _column(name: str) -> Any:
+    from pyspark.sql.functions import col
+
+    return col("`" + name.replace("`", "``") + "`")
+
+
+def _translated(uri: str, version: int, endpoint: str | None) -> Callable[[], Any]:
+    """A context manager turning Spark's errors reading the table into ours."""
+
+    @contextmanager
+    def translated() -> Iterator[None]:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        from producer.storage_errors import storage_error
+
+        try:
+            yield
+        except (PySparkException, Py4JJavaError) as exc:
+            # The object store's failures are named as the producer names them, and exit 1
+            # as the delta-rs reader's do.
+            store = storage_error(exc, uri, endpoint)
+            if store is not None:
+                raise NothingToCompareError(str(store)) from exc
+            condition = exc.getCondition() if isinstance(exc, PySparkException) else None
+            raise NothingToCompareError(
+                f"Spark cannot read Delta table {uri} at version {version} "
+                f"({condition or type(exc).__name__}: {_first_line(exc)}); {VACUUMED}"
+            ) from exc
+
+    return translated
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
