@@ -29,12 +29,33 @@ class TopicSchemas:
         """Register key and value (idempotent), refusing value changes that are not additive."""
         if self.key and self.value and (self.key.schema, self.value.schema) == (key, value):
             return
-        if self.value is not None and self.value.schema != value:
-            check_additive(self.value.schema, value, self.table, version)
-        if self.key is not None and self.key.schema != key:
+        old_key, old_value = self._carried()
+        if old_value is not None and old_value != value:
+            check_additive(old_value, value, self.table, version)
+        if old_key is not None and old_key != key:
             raise SchemaChangeError(self.table, version, "the primary-key columns changed type")
         self.key = self._register(key_subject(self.topic), key, version)
         self.value = self._register(value_subject(self.topic), value, version)
+
+    def _carried(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The key and value schemas the topic carries: the last ones used, else, after a
+        restart, the registry's latest. The registry alone would take a renamed or dropped
+        column for a BACKWARD-compatible change (the old field is ignored, the new one null)."""
+        if self.key is not None and self.value is not None:
+            return self.key.schema, self.value.schema
+        return self._latest(key_subject(self.topic)), self._latest(value_subject(self.topic))
+
+    def _latest(self, subject: str) -> dict[str, Any] | None:
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            registered = self._retrying(self.client.get_latest_version, subject)
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == 404:  # a new topic: nothing registered yet
+                return None
+            raise
+        schema: dict[str, Any] = json.loads(registered.schema.schema_str)
+        return schema
 
     def _register(self, subject: str, schema: dict[str, Any], version: int) -> WireSchema:
         from confluent_kafka.schema_registry import Schema
