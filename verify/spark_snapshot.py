@@ -14,13 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from verify.errors import NothingToCompareError
+from verify.errors import NothingToCompareError, SparkClassesMissingError
 from verify.routes import Route
 from verify.settings import VerifySettings
 from verify.snapshot import VACUUMED, Snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+# Spark without the Delta (or S3A) jars: its data source or file system class is not found.
+MISSING_CLASSES = {
+    "org.apache.spark.SparkClassNotFoundException",
+    "java.lang.ClassNotFoundException",
+}
 
 
 def open_with_spark(settings: VerifySettings, version: int) -> Snapshot:
@@ -75,20 +81,24 @@ def _translated(uri: str, version: int, endpoint: str | None) -> Callable[[], An
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 
+        from producer.spark_errors import causes
         from producer.storage_errors import storage_error
 
         try:
             yield
         except (PySparkException, Py4JJavaError) as exc:
+            found = causes(exc)  # error conditions and Java classes, not message text
+            if found.classes & MISSING_CLASSES:
+                raise SparkClassesMissingError(uri, _first_line(exc)) from exc
             # The object store's failures are named as the producer names them, and exit 1
             # as the delta-rs reader's do.
             store = storage_error(exc, uri, endpoint)
             if store is not None:
                 raise NothingToCompareError(str(store)) from exc
-            condition = exc.getCondition() if isinstance(exc, PySparkException) else None
+            condition = ", ".join(sorted(found.conditions)) or type(exc).__name__
             raise NothingToCompareError(
                 f"Spark cannot read Delta table {uri} at version {version} "
-                f"({condition or type(exc).__name__}: {_first_line(exc)}); {VACUUMED}"
+                f"({condition}: {_first_line(exc)}); {VACUUMED}"
             ) from exc
 
     return translated

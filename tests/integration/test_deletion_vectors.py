@@ -110,3 +110,26 @@ def test_the_verify_command_names_the_reader_it_chose(
     assert "reader features deletionVectors" in done.stderr
     assert "read with delta-rs (DataFusion)" in done.stderr
     assert done.stdout.rstrip().endswith("equal")
+
+
+def test_the_spark_reader_without_the_delta_jars_names_them_with_exit_2(
+    replicated: VerifySettings, endpoints: Endpoints, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("CDFBRIDGE_SPARK__JARS_DIR", str(tmp_path))  # no jars in it
+    s = replicated.verify
+    done = run_verify(
+        endpoints,
+        None,
+        replicated.clickhouse.database,
+        "--table",
+        s.table,
+        "--topic",
+        s.topic,
+        "--reader",
+        "spark",
+    )
+
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cdfbridge-stack fetch spark" in done.stderr
+    assert "CDFBRIDGE_SPARK__JARS_DIR" in done.stderr
+    assert "Traceback" not in done.stderr
