@@ -109,3 +109,17 @@ def settings(endpoints: Endpoints, topic: str, database: str, **consumer: Any) -
             registry_url_for_clickhouse=endpoints.registry_for_clickhouse, **section
         ),
     )
+
+
+def consumer_env(monkeypatch: pytest.MonkeyPatch, endpoints: Endpoints, database: str) -> None:
+    """The env vars `cdfbridge-consumer` (its CLI, `main`) reads to reach the test services,
+    as the tests and as ClickHouse's Kafka engine reach them."""
+    for name, value in {
+        "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
+        "SCHEMA_REGISTRY__URL": endpoints.registry,
+        "CLICKHOUSE__URL": endpoints.clickhouse,
+        "CLICKHOUSE__DATABASE": database,
+        "CONSUMER__KAFKA_FOR_CLICKHOUSE": endpoints.kafka_for_clickhouse,
+        "CONSUMER__REGISTRY_URL_FOR_CLICKHOUSE": endpoints.registry_for_clickhouse,
+    }.items():
+        monkeypatch.setenv(f"CDFBRIDGE_{name}", value)

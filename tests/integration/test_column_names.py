@@ -12,6 +12,7 @@ import pytest
 
 from consumer.cli import main as consumer_main
 from tests.endpoints import Endpoints
+from tests.integration.consumer_support import consumer_env
 from tests.integration.test_verify import consume
 from tests.producer_helpers import publish
 from verify.check import verify
@@ -72,15 +73,7 @@ def test_awkward_names_reach_clickhouse_unchanged_by_either_consumer_and_verify_
     report = verify(checked)
     assert report.equal, report.render()
 
-    for name, value in {
-        "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
-        "SCHEMA_REGISTRY__URL": endpoints.registry,
-        "CLICKHOUSE__URL": endpoints.clickhouse,
-        "CLICKHOUSE__DATABASE": ch_database,
-        "CONSUMER__KAFKA_FOR_CLICKHOUSE": endpoints.kafka_for_clickhouse,
-        "CONSUMER__REGISTRY_URL_FOR_CLICKHOUSE": endpoints.registry_for_clickhouse,
-    }.items():
-        monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
+    consumer_env(monkeypatch, endpoints, ch_database)
     ddl = ["--topic", topic, "--group", f"{topic}-group", "--table", "by_kafka"]
     assert consumer_main([*ddl, "kafka-engine-ddl", "--apply"]) == 0
     everything = "SELECT * FROM `{}`.`{}` ORDER BY `order-id`"

@@ -12,6 +12,7 @@ from consumer.loop import Pipeline
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     Changes,
+    consumer_env,
     order,
     orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
     settings,
@@ -37,15 +38,7 @@ def test_kafka_engine_table_equals_the_python_consumers(
     changes.send_raw(b"k", b"not avro at all", partition=1)  # the last message of partition 1
     python_side = settings(endpoints, topic, ch_database, table="by_python")
     Pipeline(python_side, until_caught_up=True).run()
-    for name, value in {
-        "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
-        "SCHEMA_REGISTRY__URL": endpoints.registry,
-        "CLICKHOUSE__URL": endpoints.clickhouse,
-        "CLICKHOUSE__DATABASE": ch_database,
-        "CONSUMER__KAFKA_FOR_CLICKHOUSE": endpoints.kafka_for_clickhouse,
-        "CONSUMER__REGISTRY_URL_FOR_CLICKHOUSE": endpoints.registry_for_clickhouse,
-    }.items():
-        monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
+    consumer_env(monkeypatch, endpoints, ch_database)
 
     code = main(
         ["--topic", topic, "--group", f"{topic}-group", "--table", "by_kafka"]
@@ -101,13 +94,7 @@ def test_ddl_clickhouse_refuses_is_named_in_one_line_with_exit_1(
     Changes(endpoints, topic).send([order(1)], "insert", 1)
     # A table of that name, but not what the errors view writes: its CREATE is refused.
     clickhouse.command(f"CREATE TABLE `{ch_database}`.t_kafka_errors (x Int32) ENGINE = Memory")
-    for name, value in {
-        "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
-        "SCHEMA_REGISTRY__URL": endpoints.registry,
-        "CLICKHOUSE__URL": endpoints.clickhouse,
-        "CLICKHOUSE__DATABASE": ch_database,
-    }.items():
-        monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
+    consumer_env(monkeypatch, endpoints, ch_database)
 
     code = main(["--topic", topic, "--table", "t", "kafka-engine-ddl", "--apply"])
 

@@ -19,6 +19,7 @@ from producer.run import run
 from producer.settings import ProducerSettings
 from tests.conftest import unique
 from tests.endpoints import Endpoints
+from tests.integration.consumer_support import consumer_env
 from tests.integration.consumer_support import settings as consumer_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -98,15 +99,7 @@ def test_changes_of_several_mb_reach_clickhouse_through_both_consumers(
     lengths = "SELECT id, length(doc), length(blob) FROM `{}`.`{}` ORDER BY id"
     wanted = [(0, 3 * MB, 3 * MB // 2), (1, 10, 5), (2, 5 * MB, 5 * MB // 2)]
     assert clickhouse.query(lengths.format(ch_database, f"{topic}_current")).result_rows == wanted
-    for name, value in {
-        "KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
-        "SCHEMA_REGISTRY__URL": endpoints.registry,
-        "CLICKHOUSE__URL": endpoints.clickhouse,
-        "CLICKHOUSE__DATABASE": ch_database,
-        "CONSUMER__KAFKA_FOR_CLICKHOUSE": endpoints.kafka_for_clickhouse,
-        "CONSUMER__REGISTRY_URL_FOR_CLICKHOUSE": endpoints.registry_for_clickhouse,
-    }.items():
-        monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
+    consumer_env(monkeypatch, endpoints, ch_database)
     ddl = ["--topic", topic, "--group", f"{topic}-kafka", "--table", "by_kafka"]
     assert consumer_main([*ddl, "kafka-engine-ddl", "--apply"]) == 0
     deadline = time.monotonic() + 90
