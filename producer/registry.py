@@ -32,7 +32,7 @@ class TopicSchemas:
         old_key, old_value = self._carried()
         if old_value is not None and old_value != value:
             check_additive(old_value, value, self.table, version)
-        if old_key is not None and old_key != key:
+        if old_key is not None and bare(old_key) != bare(key):
             raise SchemaChangeError(self.table, version, "the primary-key columns changed type")
         self.key = self._register(key_subject(self.topic), key, version)
         self.value = self._register(value_subject(self.topic), value, version)
@@ -110,9 +110,26 @@ def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version
     dropped = sorted(set(before) - set(after))
     if dropped:
         raise SchemaChangeError(table, version, f"columns {dropped} were dropped or renamed")
-    retyped = sorted(name for name, kind in before.items() if after[name]["type"] != kind)
+    retyped = sorted(n for n, kind in before.items() if bare(after[n]["type"]) != bare(kind))
     if retyped:
         raise SchemaChangeError(table, version, f"columns {retyped} changed type")
     required = sorted(n for n, f in after.items() if n not in before and "default" not in f)
     if required:
         raise SchemaChangeError(table, version, f"new columns {required} are not nullable")
+
+
+# What an Avro schema says about the bytes; properties such as connect.type or delta.name
+# (added by later releases) and defaults are left out.
+_STRUCTURE = ("type", "items", "values", "logicalType", "precision", "scale", "size", "symbols")
+
+
+def bare(schema: Any) -> Any:
+    """An Avro schema as far as writers and readers of its bytes are concerned."""
+    if isinstance(schema, list):
+        return [bare(branch) for branch in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: bare(schema[key]) for key in _STRUCTURE if key in schema}
+    if "fields" in schema:
+        out["fields"] = [(f["name"], bare(f["type"])) for f in schema["fields"]]
+    return out["type"] if list(out) == ["type"] else out  # {"type": "int"} is "int"
