@@ -32,6 +32,7 @@ from producer.settings import SourceSection
 from producer.source import DeltaSource
 from producer.spark_errors import OUT_OF_MEMORY, Causes, causes, context_stopped
 from schemas.avro import key_schema, value_schema
+from schemas.changes import METADATA_COLUMNS
 from schemas.errors import CdfBridgeError
 
 if TYPE_CHECKING:
@@ -172,10 +173,20 @@ class Reader(threading.Thread):
         self._use_schema(chunk.last, schema)
         with self._translated_errors(chunk.first, chunk.last):
             frame = self.source.changes(chunk.first, chunk.last)
+            self._check_columns(frame, schema, chunk)
             chunk = self._sized(frame, chunk, schema)
             for index, rows in enumerate(self._slices(frame, chunk)):
                 self._put(Slice(chunk, index, rows, time.monotonic() - began))
                 began = time.monotonic()
+
+    def _check_columns(self, frame: DataFrame, schema: dict[str, Any], chunk: Chunk) -> None:
+        """The read's columns are the schema's: equal schemas at a range's ends hide a column
+        renamed and renamed back in between, and a chunk inside reads the other name."""
+        read = [name for name in frame.columns if name not in METADATA_COLUMNS]
+        wanted = [field["name"] for field in schema["fields"]]
+        if read != wanted:
+            detail = f"versions {chunk} read columns {read}, where the topic carries {wanted}"
+            raise SchemaChangeError(self.source.table, chunk.last, detail)
 
     @contextmanager
     def _translated_errors(self, first: int, last: int) -> Iterator[None]:
