@@ -106,7 +106,9 @@ class Publisher:
             self._raise_if_fatal(exc, doing)
             if error_of(exc).txn_requires_abort():
                 self._abort()
-            raise self._broker_refused(last_version) or self._failure(exc, doing) from exc
+            self._producer.poll(0)  # serves the delivery report naming the refused message
+            refused = self._broker_refused(last_version, error_of(exc))
+            raise refused or self._failure(exc, doing) from exc
         except BaseException:
             # Never leave part of a chunk to be committed by a later transaction.
             self._abort()
@@ -147,19 +149,24 @@ class Publisher:
         if error is not None and self._refused is None:
             self._refused = message
 
-    def _broker_refused(self, last_version: int) -> MessageTooLargeError | None:
-        """The message the broker refused as too large, named, or None."""
+    def _broker_refused(self, last_version: int, raised: KafkaError) -> MessageTooLargeError | None:
+        """The message the broker refused as too large, named (by its key once its delivery
+        report is in, else as one of the chunk's), or None."""
         refused = self._refused
-        error = refused.error() if refused is not None else None
-        if refused is None or error is None or error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+        error = refused.error() if refused is not None else raised
+        if error is None or error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
             return None
         limit = (
             f"the topic's max.message.bytes is lower than {SETTING} ({self.max_message_bytes}); "
             f"raise it: kafka-configs --alter --entity-type topics --entity-name {self.topic} "
             f"--add-config max.message.bytes={self.max_message_bytes}"
         )
+        version = f"up to {last_version}"
+        if refused is None:
+            key = "unknown: its delivery report did not arrive"
+            return MessageTooLargeError(self.topic, key, version, None, limit)
         size = len(refused.value() or b"")
-        return self._too_large(refused.key() or b"", f"up to {last_version}", size, limit)
+        return self._too_large(refused.key() or b"", version, size, limit)
 
     def _client_limit(self) -> str:
         return (
