@@ -146,7 +146,9 @@ class Publisher:
                 self._producer.poll(0.05)  # let librdkafka drain the queue
 
     def _delivery_failed(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None and self._refused is None:
+        # Only a size refusal: an abort's purged messages report errors of their own.
+        too_large = error is not None and error.code() == KafkaError.MSG_SIZE_TOO_LARGE
+        if too_large and self._refused is None:
             self._refused = message
 
     def _broker_refused(self, last_version: int, raised: KafkaError) -> MessageTooLargeError | None:
