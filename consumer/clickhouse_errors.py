@@ -42,7 +42,7 @@ def classify(exc: DatabaseError, url: str | None = None) -> CdfBridgeError:
     """exc as one of our errors, decided by its class and its server error code."""
     code, where = exc.code, f"ClickHouse at {url}" if url else "ClickHouse"
     if isinstance(exc, OperationalError) or code in TRANSIENT_CODES:
-        return ClickHouseUnavailableError(f"ClickHouse is unavailable (code {code}): {exc}")
+        return ClickHouseUnavailableError(f"{where} is unavailable (code {code}): {exc}")
     if code in DATA_CODES:
         return BadDataError(f"ClickHouse rejected the data (code {code}): {exc}", code)
     if code in ACCESS_CODES:
@@ -61,8 +61,8 @@ def classify(exc: DatabaseError, url: str | None = None) -> CdfBridgeError:
 
 @contextmanager
 def sorted_errors(url: str | None = None) -> Iterator[None]:
-    """ClickHouse's errors raised inside come out as ours (`classify`): for the commands
-    around the insert path (Kafka-engine DDL, rebuild)."""
+    """ClickHouse's errors raised inside come out as ours (`classify`): wherever our code
+    calls clickhouse-connect."""
     try:
         yield
     except DatabaseError as exc:

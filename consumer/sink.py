@@ -13,21 +13,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import clickhouse_connect
-from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
-from consumer.clickhouse_errors import GATEWAY_RETRIES, classify
-from consumer.errors import ClickHouseUnavailableError
+from consumer.clickhouse_errors import GATEWAY_RETRIES, sorted_errors
 from consumer.table import Target
 from schemas.clickhouse import InputColumn, literal, quote
 from schemas.settings import ClickHouseSettings
 
-__all__ = ["Sink", "classify", "connect"]
+__all__ = ["Sink", "connect"]
 
 
 def connect(settings: ClickHouseSettings, **kwargs: Any) -> Any:
     """A clickhouse-connect client; unreachable → ClickHouseUnavailableError, and a 502
     from a proxy in front of ClickHouse is raised as unreachable too."""
-    try:
+    with sorted_errors(settings.url):
         client: Any = clickhouse_connect.get_client(
             dsn=settings.url,
             username=settings.username,
@@ -35,12 +33,6 @@ def connect(settings: ClickHouseSettings, **kwargs: Any) -> Any:
             database=settings.database,
             **kwargs,
         )
-    except OperationalError as exc:
-        raise ClickHouseUnavailableError(
-            f"ClickHouse at {settings.url} unreachable: {exc}"
-        ) from exc
-    except DatabaseError as exc:
-        raise classify(exc, settings.url) from exc
     client.http_retries = GATEWAY_RETRIES
     return client
 
@@ -64,14 +56,10 @@ class Sink:
             # every insert too costs about a third of its time.
             "optimize_on_insert": 0,
         }
-        try:
+        with sorted_errors():
             self.client.command(
                 insert_sql(self.target, columns), data=b"".join(values), settings=settings
             )
-        except OperationalError as exc:
-            raise ClickHouseUnavailableError(f"ClickHouse unreachable: {exc}") from exc
-        except DatabaseError as exc:
-            raise classify(exc) from exc
 
 
 def insert_sql(target: Target, columns: Sequence[InputColumn]) -> str:

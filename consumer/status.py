@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clickhouse_connect.driver.exceptions import DatabaseError
-
 from consumer import offsets, table
+from consumer.clickhouse_errors import sorted_errors
 from consumer.settings import ConsumerSettings
-from consumer.sink import classify, connect
+from consumer.sink import connect
 from consumer.table import Target
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
@@ -54,12 +53,10 @@ def status(settings: ConsumerSettings) -> Status:
     target = Target(settings.clickhouse.database, c.target_table)
     client = connect(settings.clickhouse)
     rows = current = version = None
-    try:
+    with sorted_errors(settings.clickhouse.url):
         if table.existing_columns(client, target) is not None:
             rows, version = _counts(client, target)
             current = int(client.command(f"SELECT count() FROM {target.current_view}"))  # noqa: S608
-    except DatabaseError as exc:
-        raise classify(exc, settings.clickhouse.url) from exc
     return Status(c.group, c.topic, found, target.name, rows, current, version)
 
 

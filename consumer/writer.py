@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
-
 from consumer import isolate, reread, table
 from consumer.batch import PartitionBatch
+from consumer.clickhouse_errors import sorted_errors
 from consumer.dlq import DeadLetters
-from consumer.errors import BadDataError, ClickHouseUnavailableError
+from consumer.errors import BadDataError
 from consumer.registry import HEADER, Schemas, schema_id
 from consumer.settings import ConsumerSettings
-from consumer.sink import Sink, classify, connect
+from consumer.sink import Sink, connect
 from consumer.table import Target
 from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
@@ -82,15 +81,11 @@ class BatchWriter:
     def prepare(self, value_schema: dict[str, Any]) -> None:
         """Create the table from the schema, or check it and add new columns."""
         client, target = self.sink.client, self.sink.target
-        try:
+        with sorted_errors():
             if self.nullable_tuple is None:
                 self.nullable_tuple = table.nullable_tuples(client)
             wanted = clickhouse_columns(value_schema, self.nullable_tuple)
             added = table.ensure(client, target, wanted, self.order_by, self.dedup_window)
-        except OperationalError as exc:
-            raise ClickHouseUnavailableError(f"ClickHouse unreachable: {exc}") from exc
-        except DatabaseError as exc:
-            raise classify(exc) from exc
         if added:
             log.info("added columns", extra={"table": target.name, "columns": added})
         for column in input_columns(value_schema, self.nullable_tuple):

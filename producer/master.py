@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from producer.errors import SparkUnavailableError
+from producer.spark_errors import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,7 +38,7 @@ def start_with_retries(
             probe(master)
             return start()
         except (OSError, PySparkException, Py4JError) as exc:
-            cause = _first_line(exc)
+            cause = first_line(exc)
             if attempt >= attempts:
                 raise SparkUnavailableError(master, attempt, cause) from exc
             backoff = min(2.0 ** (attempt - 1), max_backoff_s)
@@ -78,8 +79,3 @@ def master_addresses(master: str) -> list[tuple[str, int]]:
 def _host_port(url: str, default_port: int) -> tuple[str, int]:
     parts = urlsplit(url)
     return parts.hostname or "", parts.port or default_port
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__

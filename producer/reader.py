@@ -30,7 +30,7 @@ from producer.plan import Chunk, plan, rows_per_chunk
 from producer.registry import TopicSchemas
 from producer.settings import SourceSection
 from producer.source import DeltaSource
-from producer.spark_errors import OUT_OF_MEMORY, Causes, causes, context_stopped
+from producer.spark_errors import OUT_OF_MEMORY, Causes, causes, context_stopped, first_line
 from schemas.avro import key_schema, value_schema
 from schemas.errors import CdfBridgeError
 
@@ -198,9 +198,9 @@ class Reader(threading.Thread):
         except Exception as exc:
             found = causes(exc)  # by error condition and Java class (producer/spark_errors.py)
             if found.versions_unavailable:
-                raise VersionUnavailableError(self.source.table, first, _first_line(exc)) from exc
+                raise VersionUnavailableError(self.source.table, first, first_line(exc)) from exc
             if found.schema_changed:
-                raise SchemaChangeError(self.source.table, last, _first_line(exc)) from exc
+                raise SchemaChangeError(self.source.table, last, first_line(exc)) from exc
             raise
 
     def _emit_snapshot(self, version: int) -> None:
@@ -274,13 +274,9 @@ def driver_lost(exc: BaseException, found: Causes, stopped: Callable[[], bool]) 
     from py4j.protocol import Py4JNetworkError
 
     if isinstance(exc, Py4JNetworkError | ConnectionRefusedError):
-        return _first_line(exc)
+        return first_line(exc)
     if found.out_of_memory:
         return OUT_OF_MEMORY
     if stopped():
         return "its SparkContext was shut down"
     return None
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__

@@ -140,3 +140,9 @@ def _java_throwable(exc: BaseException) -> Any:
     if isinstance(exc, Py4JJavaError):
         return exc.java_exception
     return getattr(exc, "_origin", None)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text (Spark's run to many), for our messages."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -8,9 +8,9 @@ they come, instead of collecting the whole snapshot first as DataFrame.toArrow()
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -31,17 +31,18 @@ MISSING_CLASSES = {
 
 def open_with_spark(settings: VerifySettings, version: int) -> Snapshot:
     """The table at `version`, as Spark with Delta reads it."""
+    from producer.encode import column
     from producer.spark import session_for
 
     uri = settings.verify.table
     spark = session_for(settings.spark, settings.storage, app_name="cdfbridge-verify")
-    errors = _translated(uri, version, settings.storage.endpoint)
-    with errors():
+    endpoint = settings.storage.endpoint
+    with _translated(uri, version, endpoint):
         frame = spark.read.format("delta").option("versionAsOf", version).load(uri)
 
     def batches(columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
-        with errors():
-            yield from arrow_batches(frame.select(*[_column(name) for name in columns]))
+        with _translated(uri, version, endpoint):
+            yield from arrow_batches(frame.select(*[column(name) for name in columns]))
 
     return Snapshot(Route.SPARK, list(frame.columns), batches)
 
@@ -67,43 +68,28 @@ def arrow_batches(frame: DataFrame) -> Iterator[pa.RecordBatch]:
         server.getResult()  # raises what failed in Spark's tasks
 
 
-def _column(name: str) -> Any:
-    from pyspark.sql.functions import col
+@contextmanager
+def _translated(uri: str, version: int, endpoint: str | None) -> Iterator[None]:
+    """Spark's errors reading the table, as ours."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
-    return col("`" + name.replace("`", "``") + "`")
+    from producer.spark_errors import causes, first_line
+    from producer.storage_errors import storage_error
 
-
-def _translated(uri: str, version: int, endpoint: str | None) -> Callable[[], Any]:
-    """A context manager turning Spark's errors reading the table into ours."""
-
-    @contextmanager
-    def translated() -> Iterator[None]:
-        from py4j.protocol import Py4JJavaError
-        from pyspark.errors import PySparkException
-
-        from producer.spark_errors import causes
-        from producer.storage_errors import storage_error
-
-        try:
-            yield
-        except (PySparkException, Py4JJavaError) as exc:
-            found = causes(exc)  # error conditions and Java classes, not message text
-            if found.classes & MISSING_CLASSES:
-                raise SparkClassesMissingError(uri, _first_line(exc)) from exc
-            # The object store's failures are named as the producer names them, and exit 1
-            # as the delta-rs reader's do.
-            store = storage_error(exc, uri, endpoint)
-            if store is not None:
-                raise NothingToCompareError(str(store)) from exc
-            condition = ", ".join(sorted(found.conditions)) or type(exc).__name__
-            raise NothingToCompareError(
-                f"Spark cannot read Delta table {uri} at version {version} "
-                f"({condition}: {_first_line(exc)}); {VACUUMED}"
-            ) from exc
-
-    return translated
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as exc:
+        found = causes(exc)  # error conditions and Java classes, not message text
+        if found.classes & MISSING_CLASSES:
+            raise SparkClassesMissingError(uri, first_line(exc)) from exc
+        # The object store's failures are named as the producer names them, and exit 1
+        # as the delta-rs reader's do.
+        store = storage_error(exc, uri, endpoint)
+        if store is not None:
+            raise NothingToCompareError(str(store)) from exc
+        condition = ", ".join(sorted(found.conditions)) or type(exc).__name__
+        raise NothingToCompareError(
+            f"Spark cannot read Delta table {uri} at version {version} "
+            f"({condition}: {first_line(exc)}); {VACUUMED}"
+        ) from exc
