@@ -1,5 +1,6 @@
 """Kafka's refusals reach the producer's user as errors that name them, never as raw
-KafkaException tracebacks: a topic name Kafka refuses, a chunk the topic will not take."""
+KafkaException tracebacks: a topic name Kafka refuses, a chunk the topic will not take
+(too large for it, named with the topic's limit)."""
 
 import os
 from typing import Any
@@ -7,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from producer.errors import KafkaRefusedError
+from producer.errors import MessageTooLargeError
 from producer.progress import ensure_topics
 from producer.publish import Publisher
 from schemas.errors import ConfigError
@@ -34,7 +35,9 @@ def test_a_chunk_the_topic_refuses_aborts_and_names_kafkas_error(
         {"key": [b"k"], "value": [os.urandom(5000)], "_is_delete": [False]}
     )
 
-    with pytest.raises(KafkaRefusedError, match=r"chunk up to version 1 .*MSG_SIZE_TOO_LARGE"):
+    # Refused for its size by the topic: named with the topic's limit and how to raise it.
+    limit = rf"does not fit topic {topic} .*version up to 1\).*max.message.bytes"
+    with pytest.raises(MessageTooLargeError, match=limit):
         publisher.publish([big], last_version=1, stop=lambda: False)
 
     publisher.close()
