@@ -1,0 +1,87 @@
+"""The one retry policy: a TransientError is retried with exponential back-off, anything
+else is raised at once.
+
+Delays double from FIRST_S up to a ceiling (0.5 s, 1 s, 2 s ... max_backoff_s). The calls
+that retry on their own are not wrapped again: librdkafka retries inside the client, the
+schema registry client retries transport errors and 408/429/5xx (`max.retries`,
+`retries.wait.ms`, see schemas/settings.py), S3A retries inside Spark.
+
+    for attempt in retrying("Kafka", max_backoff_s=30, attempts=5):
+        with attempt:
+            publisher.init()
+
+or `retrying(...)(call, *args)`. When the attempts run out, the last TransientError is
+raised as it is; a stop event cuts the back-off short and raises Stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_never,
+    wait_exponential,
+)
+
+from schemas.errors import TransientError
+
+log = logging.getLogger("cdfbridge.retry")
+FIRST_S = 0.5
+
+
+class Stopped(Exception):  # noqa: N818 - an outcome, not a failure
+    """The stop event was set while waiting to retry."""
+
+
+def backoff_s(failures: int, max_backoff_s: float) -> float:
+    """The delay after `failures` consecutive failures (1, 2, ...): the schedule `retrying`
+    waits by, for callers that pause instead of sleeping (the consumer's partitions)."""
+    return float(min(max_backoff_s, FIRST_S * 2.0 ** (max(1, failures) - 1)))
+
+
+def retrying(
+    what: str,
+    *,
+    max_backoff_s: float,
+    attempts: int | None = None,
+    stop: threading.Event | None = None,
+) -> Retrying:
+    """Retry TransientErrors while waiting for `what` (a service, named in the log line);
+    `attempts` None retries until it succeeds or `stop` is set."""
+    return Retrying(
+        retry=retry_if_exception_type(TransientError),
+        wait=wait_exponential(multiplier=FIRST_S, max=max_backoff_s),
+        stop=stop_after_attempt(attempts) if attempts is not None else stop_never,
+        sleep=_sleeper(stop),
+        before_sleep=_logger(what),
+        reraise=True,
+    )
+
+
+def _sleeper(stop: threading.Event | None) -> Callable[[float], None]:
+    def sleep(seconds: float) -> None:
+        if stop is None:
+            threading.Event().wait(seconds)
+        elif stop.wait(seconds):
+            raise Stopped(f"stopped while waiting {seconds:.1f} s to retry")
+
+    return sleep
+
+
+def _logger(what: str) -> Callable[[RetryCallState], None]:
+    def before_sleep(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        delay = state.upcoming_sleep
+        log.warning(
+            "waiting for %s",
+            what,
+            extra={"error": str(error)[:300], "attempt": state.attempt_number, "retry_in_s": delay},
+        )
+
+    return before_sleep
