@@ -34,14 +34,16 @@ from deltalake import DeltaTable, write_deltalake
 from output import bars, save, table
 from stages import PeakRss, backfill
 
+from producer.follow import follow
 from producer.generate import SCHEMA
-from producer.progress import ensure_topics
 from producer.publish import Publisher
-from producer.reader import Slice
-from producer.run import BATCH_ROWS, reader_for
+from producer.registry import TopicSchemas
+from producer.run import APP_NAME, BATCH_ROWS
 from producer.settings import ProducerSettings
+from producer.slices import Slice
 from producer.source import DeltaSource
-from producer.spark import session_for
+from producer.topics import ensure_topics
+from schemas.spark_session import session_for
 
 INSERT_BATCH = 250_000
 
@@ -129,15 +131,12 @@ def halves(path: Path, last_version: int, conf: list[str]) -> dict[str, float]:
         },
     )
     config = settings.source
-    source = DeltaSource(session_for(settings.spark, settings.storage), config.table)
-    reader = reader_for(settings, source, 0, None, threading.Event())
+    source = DeltaSource(session_for(settings.spark, settings.storage, APP_NAME), config.table)
+    schemas = TopicSchemas.connect(settings.schema_registry, config.topic_name, config.table)
     began = time.monotonic()
-    reader.start()
     slices: list[Slice] = []
     first_chunk_s = 0.0
-    while (item := reader.out.get()) is not None:
-        if isinstance(item, BaseException):
-            raise item
+    for item in follow(source, schemas, config, 0, None, threading.Event()):
         slices.append(item)
         if item.last_of_chunk and not first_chunk_s:
             first_chunk_s = time.monotonic() - began

@@ -1,6 +1,7 @@
 """Changes → Confluent-framed Avro key and value, computed by Spark in the JVM (to_avro).
 
-Python never touches a row here: the driver receives Arrow batches of ready-made bytes.
+Python never touches a row here: the driver receives Arrow batches of ready-made bytes,
+cut into key-hash slices and checked for NULL keys next door (producer/slices.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from schemas import changes
 from schemas.avro_names import delta_name, renamed
+from schemas.spark_session import column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -49,33 +51,38 @@ def describe_key(raw: bytes, wire: WireSchema | None) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in zip(names, values, strict=False))
 
 
-def encode(
-    frame: DataFrame,
-    key: WireSchema,
-    value: WireSchema,
-    primary_key: Sequence[str],
-    include_preimage: bool = False,
-) -> DataFrame:
-    """Key/value bytes of every change in frame, with what the driver needs to order them.
+@dataclass(frozen=True)
+class Encoding:
+    """What turns changes into key and value bytes: the topic's wire schemas, its key
+    columns, and whether update preimages are published."""
 
-    frame has the table's columns plus _change_type, _commit_version, _commit_timestamp.
-    """
-    from pyspark.sql.functions import col, when
+    key: WireSchema
+    value: WireSchema
+    primary_key: Sequence[str]
+    include_preimage: bool
 
-    if not include_preimage:
-        frame = frame.where(col(changes.CHANGE_TYPE) != changes.UPDATE_PREIMAGE)
-    value_columns = [delta_name(field) for field in value.schema["fields"]]
-    key_is_null = _any_null(primary_key)
-    # A NULL key cannot be encoded; it is left NULL and reported by the driver with its version.
-    key_bytes = when(~key_is_null, _framed(_record(frame, primary_key), key))
-    value_bytes = when(~key_is_null, _framed(_record(frame, value_columns), value))
-    return frame.select(
-        key_bytes.alias(KEY),
-        value_bytes.alias(VALUE),
-        _order().alias(ORDER),
-        key_is_null.alias(KEY_IS_NULL),
-        (col(changes.CHANGE_TYPE) == changes.DELETE).alias(IS_DELETE),
-    )
+    def encode(self, frame: DataFrame) -> DataFrame:
+        """Key/value bytes of every change in frame, with what the driver needs to order them.
+
+        frame has the table's columns plus _change_type, _commit_version, _commit_timestamp.
+        """
+        from pyspark.sql.functions import col, when
+
+        if not self.include_preimage:
+            frame = frame.where(col(changes.CHANGE_TYPE) != changes.UPDATE_PREIMAGE)
+        value_columns = [delta_name(field) for field in self.value.schema["fields"]]
+        key_is_null = _any_null(self.primary_key)
+        # A NULL key cannot be encoded; it is left NULL and reported by the driver with its
+        # version (producer/slices.py).
+        key_bytes = when(~key_is_null, _framed(_record(frame, self.primary_key), self.key))
+        value_bytes = when(~key_is_null, _framed(_record(frame, value_columns), self.value))
+        return frame.select(
+            key_bytes.alias(KEY),
+            value_bytes.alias(VALUE),
+            _order().alias(ORDER),
+            key_is_null.alias(KEY_IS_NULL),
+            (col(changes.CHANGE_TYPE) == changes.DELETE).alias(IS_DELETE),
+        )
 
 
 def snapshot_changes(frame: DataFrame, version: int, committed_at: datetime) -> DataFrame:
@@ -87,13 +94,6 @@ def snapshot_changes(frame: DataFrame, version: int, committed_at: datetime) -> 
         .withColumn(changes.COMMIT_VERSION, lit(version).cast("long"))
         .withColumn(changes.COMMIT_TIMESTAMP, lit(committed_at).cast("timestamp"))
     )
-
-
-def column(name: str) -> Column:
-    """A top-level column by its Delta name, whatever characters it holds."""
-    from pyspark.sql.functions import col
-
-    return col("`" + name.replace("`", "``") + "`")
 
 
 def _record(frame: DataFrame, names: Sequence[str]) -> Column:

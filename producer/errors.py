@@ -1,8 +1,8 @@
 """What can stop the producer, each with the fix in its message."""
 
-from schemas.errors import ConfigError, ServiceUnavailableError, TerminalError
+from schemas.errors import ServiceUnavailableError, TerminalError
 
-STORAGE_KEYS = "CDFBRIDGE_STORAGE__ACCESS_KEY_ID and __SECRET_ACCESS_KEY"
+MAX_MESSAGE_BYTES = "CDFBRIDGE_KAFKA__MAX_MESSAGE_BYTES"
 
 
 class TableNotFoundError(TerminalError):
@@ -57,24 +57,6 @@ class FencedError(TerminalError):
         )
 
 
-class UnreachableError(ServiceUnavailableError):
-    def __init__(self, service: str, where: str, attempts: int, cause: str) -> None:
-        super().__init__(
-            f"{service} at {where} did not answer after {attempts} attempts ({cause}); check "
-            "that it runs and that the address in the settings is right"
-        )
-
-
-class SparkUnavailableError(ServiceUnavailableError):
-    def __init__(self, master: str, attempts: int, cause: str) -> None:
-        self.master = master
-        super().__init__(
-            f"Spark master {master} did not answer after {attempts} attempts ({cause}); check "
-            "that the master runs and that this host reaches it, or fix --master "
-            "(CDFBRIDGE_SPARK__MASTER; local[*] runs Spark in this process)"
-        )
-
-
 class SparkDriverLostError(ServiceUnavailableError):
     def __init__(self, from_version: int, cause: str) -> None:
         super().__init__(
@@ -83,33 +65,6 @@ class SparkDriverLostError(ServiceUnavailableError):
             "(java.lang.OutOfMemoryError), give it more with --conf spark.driver.memory=4g or "
             "lower --max-bytes-per-chunk. Published progress is kept: a restart resumes after "
             "the last whole chunk"
-        )
-
-
-class StorageAccessError(ConfigError):
-    def __init__(self, table: str, endpoint: str) -> None:
-        super().__init__(
-            f"the object store at {endpoint} refused access to {table} (wrong or missing "
-            f"credentials, or no permission); check [storage] access_key_id and "
-            f"secret_access_key ({STORAGE_KEYS}; unset, the default AWS credential chain is "
-            "used) and that they may list and read the table's bucket"
-        )
-
-
-class StorageNotFoundError(TerminalError):
-    def __init__(self, table: str, endpoint: str) -> None:
-        super().__init__(
-            f"the bucket of {table} does not exist at {endpoint}; check --table, and "
-            "[storage] endpoint (CDFBRIDGE_STORAGE__ENDPOINT) and region"
-        )
-
-
-class StorageUnavailableError(ServiceUnavailableError):
-    def __init__(self, table: str, endpoint: str, cause: str) -> None:
-        super().__init__(
-            f"the object store at {endpoint} did not answer for {table} after retries ({cause}); "
-            "check that it runs and that [storage] endpoint (CDFBRIDGE_STORAGE__ENDPOINT) is "
-            "right. Published progress is kept: a restart resumes after the last whole chunk"
         )
 
 
@@ -124,23 +79,6 @@ class KafkaFatalError(TerminalError):
         )
 
 
-class KafkaRefusedError(TerminalError):
-    def __init__(self, where: str, doing: str, reason: str) -> None:
-        super().__init__(
-            f"Kafka at {where} refused {doing} ({reason}); check the producer's ACLs and the "
-            "topic's settings, then restart it: it resumes after the last whole chunk"
-        )
-
-
-class KafkaUnavailableError(ServiceUnavailableError):
-    def __init__(self, where: str, doing: str, reason: str) -> None:
-        super().__init__(
-            f"Kafka at {where} failed while {doing} ({reason}); check that its brokers run and "
-            "that CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS is right. A restart resumes after the last "
-            "whole chunk"
-        )
-
-
 class MessageTooLargeError(TerminalError):
     def __init__(self, topic: str, key: str, version: str, size: int | None, limit: str) -> None:
         what = f"a change of {size:,} bytes" if size is not None else "a change"
@@ -148,3 +86,20 @@ class MessageTooLargeError(TerminalError):
             f"{what} does not fit topic {topic} (key {key}, Delta version {version}): {limit}. "
             "The chunk was aborted: nothing of it is visible, and a restart resumes at it"
         )
+
+
+def client_limit(max_message_bytes: int) -> str:
+    """Why the producer refused a change as too large, and the fix."""
+    return (
+        f"the largest message is {MAX_MESSAGE_BYTES} = {max_message_bytes}; raise it on the "
+        "producer, and on the topic (max.message.bytes) if it was created before"
+    )
+
+
+def topic_limit(topic: str, max_message_bytes: int) -> str:
+    """Why the broker refused a change as too large, and the fix."""
+    return (
+        f"the topic's max.message.bytes is lower than {MAX_MESSAGE_BYTES} "
+        f"({max_message_bytes}); raise it: kafka-configs --alter --entity-type topics "
+        f"--entity-name {topic} --add-config max.message.bytes={max_message_bytes}"
+    )

@@ -1,13 +1,14 @@
-"""The producer's Kafka failures, sorted on Kafka's error codes and flags, never on text:
-fenced by a newer producer, fatal, worth a restart later, or refused for good."""
+"""The transactional producer's Kafka failures, sorted on Kafka's error codes and flags, never
+on text: fenced by a newer producer, fatal, worth a restart later, or refused for good."""
 
 from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from producer.errors import FencedError, KafkaFatalError, KafkaRefusedError, KafkaUnavailableError
+from producer.errors import FencedError, KafkaFatalError
 from schemas.errors import CdfBridgeError
-from schemas.kafka_errors import describe, error_of, passing
+from schemas.kafka_errors import describe, error_of
+from schemas.service_errors import client_failure
 
 __all__ = ["FENCED", "error_of", "fatal", "kafka_failure"]
 
@@ -24,15 +25,13 @@ def fatal(error: KafkaError) -> bool:
 
 
 def kafka_failure(
-    error: KafkaError, where: str, doing: str, transactional_id: str | None = None
+    error: KafkaError, where: str, doing: str, transactional_id: str
 ) -> CdfBridgeError:
-    """error as ours: for the transactional producer, FencedError (exit 4) or KafkaFatalError
-    (1); for any client, KafkaUnavailableError when a later attempt can succeed (3), else
+    """error as ours: FencedError (exit 4), KafkaFatalError (1), else as any client's error
+    (schemas/service_errors.py): KafkaUnavailableError when a later attempt can succeed (3),
     KafkaRefusedError (1)."""
-    if transactional_id is not None and error.code() in FENCED:
+    if error.code() in FENCED:
         return FencedError(transactional_id)
-    if transactional_id is not None and error.fatal():
+    if error.fatal():
         return KafkaFatalError(transactional_id, doing, describe(error))
-    if passing(error):
-        return KafkaUnavailableError(where, doing, describe(error))
-    return KafkaRefusedError(where, doing, describe(error))
+    return client_failure(error, where, doing)

@@ -8,24 +8,23 @@ then is the progress read.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from producer.encode import IS_DELETE, KEY, ORDER, VALUE
-from producer.errors import MessageTooLargeError, UnreachableError
+from producer.errors import MessageTooLargeError, client_limit, topic_limit
 from producer.kafka_errors import error_of, fatal, kafka_failure
-from producer.progress import Progress
 from schemas.errors import CdfBridgeError
 from schemas.kafka_errors import build, passing
+from schemas.progress import Progress
+from schemas.retry import retrying
+from schemas.service_errors import UnreachableError
 from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
 TRANSACTION_TIMEOUT_MS = 600_000
-
-
-SETTING = "CDFBRIDGE_KAFKA__MAX_MESSAGE_BYTES"
+START_ATTEMPTS = 5  # tries to initialise transactions while Kafka does not answer
 
 
 class Publisher:
@@ -66,20 +65,24 @@ class Publisher:
             },
         )
 
-    def start(self, attempts: int = 5) -> int | None:
+    def start(self) -> int | None:
         """Fence older producers, then return the last version fully published (None: none)."""
-        for attempt in range(1, attempts + 1):
-            try:
-                self._producer.init_transactions(30)
-                break
-            except KafkaException as exc:
-                self._raise_if_fatal(exc, "initialising its transactions")
-                if not passing(error_of(exc)):
-                    raise self._failure(exc, "initialising its transactions") from exc
-                if attempt == attempts:
-                    raise UnreachableError("Kafka", self.bootstrap, attempts, str(exc)) from exc
-                time.sleep(2**attempt)
+        for attempt in retrying("Kafka", max_backoff_s=30, attempts=START_ATTEMPTS):
+            with attempt:
+                self._init_transactions(attempt.retry_state.attempt_number)
         return self.progress.last_version()
+
+    def _init_transactions(self, attempt: int) -> None:
+        """init_transactions once: a failure a later attempt can get past raises
+        UnreachableError (transient), any other our terminal error."""
+        doing = "initialising its transactions"
+        try:
+            self._producer.init_transactions(30)
+        except KafkaException as exc:
+            self._raise_if_fatal(exc, doing)
+            if not passing(error_of(exc)):
+                raise self._failure(exc, doing) from exc
+            raise UnreachableError("Kafka", self.bootstrap, attempt, str(exc)) from exc
 
     def publish(
         self, batches: Iterable[pa.RecordBatch], last_version: int, stop: Callable[[], bool]
@@ -129,7 +132,9 @@ class Publisher:
                 if error_of(exc).code() != KafkaError.MSG_SIZE_TOO_LARGE:
                     raise
                 version = str(batch.column(ORDER)[i].as_py() // 2)
-                raise self._too_large(key, version, len(value), self._client_limit()) from exc
+                raise self._too_large(
+                    key, version, len(value), client_limit(self.max_message_bytes)
+                ) from exc
             if deletes is not None and deletes[i]:
                 self._produce(None, key)  # tombstone after the delete, for compaction
         self._producer.poll(0)
@@ -158,23 +163,13 @@ class Publisher:
         error = refused.error() if refused is not None else raised
         if error is None or error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
             return None
-        limit = (
-            f"the topic's max.message.bytes is lower than {SETTING} ({self.max_message_bytes}); "
-            f"raise it: kafka-configs --alter --entity-type topics --entity-name {self.topic} "
-            f"--add-config max.message.bytes={self.max_message_bytes}"
-        )
+        limit = topic_limit(self.topic, self.max_message_bytes)
         version = f"up to {last_version}"
         if refused is None:
             key = "unknown: its delivery report did not arrive"
             return MessageTooLargeError(self.topic, key, version, None, limit)
         size = len(refused.value() or b"")
         return self._too_large(refused.key() or b"", version, size, limit)
-
-    def _client_limit(self) -> str:
-        return (
-            f"the largest message is {SETTING} = {self.max_message_bytes}; raise it on the "
-            "producer, and on the topic (max.message.bytes) if it was created before"
-        )
 
     def _too_large(self, key: bytes, version: str, size: int, limit: str) -> MessageTooLargeError:
         return MessageTooLargeError(self.topic, self.describe_key(key), version, size, limit)

@@ -1,29 +1,50 @@
-"""Registering the key and value schemas of a topic, and following additive evolution."""
+"""Registering the key and value schemas of a topic, and following additive evolution.
+
+The registry client retries a request that got no answer or a 408/429/5xx itself
+(`max.retries`, schemas/settings.py); what still fails after its tries is named here.
+"""
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from producer.encode import WireSchema
-from producer.errors import SchemaChangeError, UnreachableError
+from producer.errors import SchemaChangeError
 from schemas.naming import key_subject, value_subject
 from schemas.registry_errors import misconfigured, refused, unavailable
+from schemas.service_errors import UnreachableError
+from schemas.settings import REGISTRY_ATTEMPTS, SchemaRegistrySettings
 
 COMPATIBILITY = "BACKWARD"
+T = TypeVar("T")
 
 
 class TopicSchemas:
-    """The wire schemas of one topic, registered under <topic>-key and <topic>-value."""
+    """The wire schemas of one topic, registered under <topic>-key and <topic>-value.
 
-    def __init__(self, client: Any, url: str, topic: str, table: str, attempts: int = 5) -> None:
+    `attempts` is how many tries the client makes per request (its max.retries + 1), as
+    named when they are spent.
+    """
+
+    def __init__(
+        self, client: Any, url: str, topic: str, table: str, attempts: int = REGISTRY_ATTEMPTS
+    ) -> None:
         self.client, self.url = client, url
         self.topic, self.table = topic, table
         self.attempts = attempts
         self.key: WireSchema | None = None
         self.value: WireSchema | None = None
+
+    @classmethod
+    def connect(cls, registry: SchemaRegistrySettings, topic: str, table: str) -> TopicSchemas:
+        """The topic's schemas in the registry the settings name."""
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        config = registry.client_config()
+        attempts = int(config["max.retries"]) + 1
+        return cls(SchemaRegistryClient(config), registry.url, topic, table, attempts)
 
     def use(self, key: dict[str, Any], value: dict[str, Any], version: int) -> None:
         """Register key and value (idempotent), refusing value changes that are not additive."""
@@ -49,7 +70,7 @@ class TopicSchemas:
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         try:
-            registered = self._retrying(self.client.get_latest_version, subject)
+            registered = self._call(self.client.get_latest_version, subject)
         except SchemaRegistryError as exc:
             if exc.http_status_code == 404:  # a new topic: nothing registered yet
                 return None
@@ -63,44 +84,38 @@ class TopicSchemas:
 
         avro = Schema(json.dumps(schema), "AVRO")
         try:
-            schema_id = self._retrying(self.client.register_schema, subject, avro)
+            schema_id = self._call(self.client.register_schema, subject, avro)
         except SchemaRegistryError as exc:
             if exc.http_status_code == 409:  # incompatible with what the topic already carries
                 detail = f"{subject}: {exc.error_message}"
                 raise SchemaChangeError(self.table, version, detail) from exc
             raise refused(exc, self.url, f"registering {subject}") from exc
         try:
-            self._retrying(self.client.set_compatibility, subject_name=subject, level=COMPATIBILITY)
+            self._call(self.client.set_compatibility, subject_name=subject, level=COMPATIBILITY)
         except SchemaRegistryError as exc:
             raise refused(exc, self.url, f"setting {subject} to {COMPATIBILITY}") from exc
         return WireSchema(schema, int(schema_id))
 
-    def _retrying(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """call, retried with exponential back-off while the registry cannot be reached or
-        answers with a server error; refused credentials and a URL that is no registry raise
-        ConfigError, and its other answers (not found, incompatible) are left to the caller."""
+    def _call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """call, once the client's own tries are spent: no answer or a server error raises
+        UnreachableError, refused credentials and a URL that is no registry ConfigError, and
+        its other answers (not found, incompatible) are left to the caller."""
         from confluent_kafka.schema_registry.error import SchemaRegistryError
         from httpx2 import TransportError
 
-        attempt = 1
-        while True:
-            try:
-                return call(*args, **kwargs)
-            except SchemaRegistryError as exc:
-                wrong = misconfigured(exc, self.url)
-                if wrong is not None:
-                    raise wrong from exc
-                if not unavailable(exc):
-                    raise
-                failure: Exception = exc
-            except TransportError as exc:
-                failure = exc
-            if attempt >= self.attempts:
-                raise UnreachableError(
-                    "the schema registry", self.url, attempt, str(failure)
-                ) from failure
-            time.sleep(min(2 ** (attempt - 1), 30))
-            attempt += 1
+        try:
+            return call(*args, **kwargs)
+        except SchemaRegistryError as exc:
+            wrong = misconfigured(exc, self.url)
+            if wrong is not None:
+                raise wrong from exc
+            if not unavailable(exc):
+                raise
+            failure: Exception = exc
+        except TransportError as exc:
+            failure = exc
+        cause = str(failure)
+        raise UnreachableError("the schema registry", self.url, self.attempts, cause) from failure
 
 
 def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version: int) -> None:

@@ -1,12 +1,17 @@
 """`run()`: follow a Delta table and publish its changes until stopped.
 
-Two threads: the reader (Spark: poll, plan, read, encode) and this one (Kafka: one
-transaction per chunk). SIGTERM or SIGINT aborts the open transaction and returns 0.
+1. set up: Spark on the table, the topics, the transactional producer (which fences older
+   ones and reads the progress), the topic's schemas in the registry;
+2. the reader thread runs follow() (producer/follow.py: poll, plan, read, encode, slice)
+   one slice ahead of this one (producer/prefetch.py);
+3. this thread sends each chunk's slices in one Kafka transaction with its progress record
+   (producer/publish.py), then logs the chunk.
+
+SIGTERM or SIGINT aborts the open transaction and returns 0.
 """
 
 from __future__ import annotations
 
-import queue
 import signal
 import threading
 import time
@@ -18,24 +23,28 @@ import pyarrow as pa
 
 from producer import metrics
 from producer.encode import describe_key
-from producer.progress import ensure_topics
+from producer.follow import follow
+from producer.prefetch import Prefetch
 from producer.publish import Publisher
-from producer.reader import Reader, Slice
 from producer.registry import TopicSchemas
 from producer.settings import ProducerSettings, SourceSection
+from producer.slices import Slice
 from producer.source import DeltaSource
-from producer.spark import session_for
-from producer.storage_errors import storage_error
+from producer.topics import ensure_topics
 from schemas.errors import CdfBridgeError
+from schemas.spark_session import session_for
+from schemas.storage_errors import storage_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 BATCH_ROWS = 65_536
+APP_NAME = "cdfbridge-producer"
 
 
 def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
-    """Publish until --until-version is reached or a signal arrives; raises CdfBridgeErrors."""
+    """Publish until --until-version is reached or a signal arrives; raises CdfBridgeErrors.
+    spark: a session to use instead of starting one from settings.spark."""
     stop = threading.Event()
     restore = _on_signals(stop)
     try:
@@ -55,7 +64,8 @@ def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
 def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading.Event) -> None:
     config, topic = settings.source, settings.source.topic_name
     metrics.serve(config.metrics_port)
-    source = DeltaSource(spark or session_for(settings.spark, settings.storage), config.table)
+    spark = spark or session_for(settings.spark, settings.storage, APP_NAME)
+    source = DeltaSource(spark, config.table)
     source.check_change_feed()
     kafka = settings.kafka.client_config()
     limit = settings.kafka.max_message_bytes
@@ -64,34 +74,15 @@ def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading
     last = publisher.start()
     start, snapshot_at = starting_point(config, source, last)
     metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
-    reader = reader_for(settings, source, start, snapshot_at, stop)
-    publisher.describe_key = lambda raw: describe_key(raw, reader.schemas.key)
-    reader.start()
+    schemas = TopicSchemas.connect(settings.schema_registry, topic, config.table)
+    publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
+    changes = follow(source, schemas, config, start, snapshot_at, stop)
     try:
-        _publish_all(reader, publisher, topic, stop)
+        with Prefetch(changes, stop=stop, name="cdf-reader") as slices:
+            _publish_all(iter(slices), publisher, topic, stop)
     finally:
         stop.set()
         publisher.close()
-
-
-def reader_for(
-    settings: ProducerSettings,
-    source: DeltaSource,
-    start: int,
-    snapshot_at: int | None,
-    stop: threading.Event,
-) -> Reader:
-    """The reader of settings' table from start on, registering schemas for its topic."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
-    config, registry = settings.source, settings.schema_registry
-    schemas = TopicSchemas(
-        SchemaRegistryClient(registry.client_config()),
-        registry.url,
-        config.topic_name,
-        config.table,
-    )
-    return Reader(source, schemas, config, start, snapshot_at, stop)
 
 
 def starting_point(
@@ -112,13 +103,16 @@ def starting_point(
     return 0, None
 
 
-def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threading.Event) -> None:
+def _publish_all(
+    slices: Iterator[Slice], publisher: Publisher, topic: str, stop: threading.Event
+) -> None:
+    """Each chunk in one transaction, its further slices pulled from slices as it is sent."""
     bar, total = metrics.ProgressBar(), 0
-    while (first := _next(reader)) is not None:
+    for first in slices:
         chunk = first.chunk
         began, tally = time.monotonic(), _Tally()
         try:
-            rows = publisher.publish(_batches(first, reader, tally), chunk.last, stop.is_set)
+            rows = publisher.publish(_batches(first, slices, tally), chunk.last, stop.is_set)
         except InterruptedError:
             rows = None
         if rows is None:
@@ -128,7 +122,7 @@ def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threadi
         total += rows
         metrics.ROWS.labels(topic).inc(rows)
         metrics.TRANSACTION.labels(topic).observe(seconds)
-        metrics.BEHIND.labels(topic).set(max(0, reader.latest - chunk.last))
+        metrics.BEHIND.labels(topic).set(max(0, first.head - chunk.last))
         metrics.event(
             "chunk_published",
             versions=str(chunk),
@@ -138,21 +132,8 @@ def _publish_all(reader: Reader, publisher: Publisher, topic: str, stop: threadi
             read_ms=round(tally.read_s * 1000),  # Spark, in the reader thread, ahead of the send
             mib=round(tally.bytes / 2**20, 1),  # encoded, as held in the driver
         )
-        bar.show(chunk.last, reader.latest, total)
+        bar.show(chunk.last, first.head, total)
     bar.done()
-
-
-def _next(reader: Reader) -> Slice | None:
-    while True:
-        try:
-            item = reader.out.get(timeout=1.0)
-        except queue.Empty:
-            if not reader.is_alive():
-                return None
-            continue
-        if isinstance(item, BaseException):
-            raise item
-        return item
 
 
 @dataclass
@@ -163,8 +144,8 @@ class _Tally:
     bytes: int = 0
 
 
-def _batches(first: Slice, reader: Reader, tally: _Tally) -> Iterator[pa.RecordBatch]:
-    """Every batch of first's chunk, pulling its further slices from the reader."""
+def _batches(first: Slice, slices: Iterator[Slice], tally: _Tally) -> Iterator[pa.RecordBatch]:
+    """Every batch of first's chunk, pulling its further slices from slices."""
     current: Slice | None = first
     while current is not None:
         tally.read_s += current.read_s
@@ -172,7 +153,7 @@ def _batches(first: Slice, reader: Reader, tally: _Tally) -> Iterator[pa.RecordB
         yield from current.rows.to_batches(max_chunksize=BATCH_ROWS)
         if current.last_of_chunk:
             return
-        current = _next(reader)
+        current = next(slices, None)
     # The reader ended mid-chunk (stopping): raising makes the publisher abort the transaction.
     raise InterruptedError("reader stopped in the middle of a chunk")
 

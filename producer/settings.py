@@ -1,9 +1,11 @@
-"""The producer's one typed settings model: env vars (CDFBRIDGE_*), a file, or CLI flags."""
+"""The producer's one typed settings model: env vars (CDFBRIDGE_*), a file, or CLI flags.
+
+[spark] (SparkSection) is shared with cdfbridge-verify's Spark reader: schemas/spark_session.py.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
@@ -11,18 +13,8 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from schemas.naming import default_topic
 from schemas.settings import ENV_PREFIX, ConnectionSettings, Section
+from schemas.spark_session import SparkSection
 from schemas.storage import StorageSettings
-
-
-class SparkSection(Section):
-    master: str = "local[*]"
-    # Tries to reach the master and start the session, with back-off (1, 2, 4 ... 30 s).
-    start_attempts: int = Field(default=5, gt=0)
-    # Any Spark or Hadoop setting; wins over what [storage] sets (spark.hadoop.fs.s3a.*).
-    conf: dict[str, str] = Field(default_factory=dict)
-    # Delta, spark-avro and object-store jars for spark.jars, which the driver also serves to
-    # a cluster's executors; unset: the stack's (cdfbridge-stack fetch spark).
-    jars_dir: Path | None = None
 
 
 class SourceSection(Section):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from producer.cdf import DirectChangeFeed
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.plan import estimate_rows
-from producer.storage_errors import storage_error
+from schemas.storage_errors import storage_error
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -50,6 +50,11 @@ class KafkaSettings(Section):
         return present | self.properties
 
 
+# Tries per registry request: the client itself retries a transport error (no answer, a
+# timeout) and 408/429/5xx, waiting a random part of 1, 2, 4 ... 20 s between tries.
+REGISTRY_ATTEMPTS = 5
+
+
 class SchemaRegistrySettings(Section):
     url: str = "http://127.0.0.1:8081/apis/ccompat/v7"
     # "user:password" for HTTP basic auth.
@@ -60,7 +65,13 @@ class SchemaRegistrySettings(Section):
 
     def client_config(self) -> dict[str, Any]:
         """confluent-kafka SchemaRegistryClient settings; holds secrets, never log it."""
-        config: dict[str, Any] = {"url": self.url, "timeout": self.timeout_s}
+        config: dict[str, Any] = {
+            "url": self.url,
+            "timeout": self.timeout_s,
+            "max.retries": REGISTRY_ATTEMPTS - 1,
+            "retries.wait.ms": 1_000,
+            "retries.max.wait.ms": 20_000,
+        }
         if self.basic_auth_user_info is not None:
             config["basic.auth.user.info"] = self.basic_auth_user_info.get_secret_value()
         return config

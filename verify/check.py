@@ -18,9 +18,9 @@ from typing import Any
 from consumer import table
 from consumer.sink import connect
 from consumer.table import Target
-from producer.progress import Progress
 from schemas.changes import METADATA_COLUMNS
 from schemas.clickhouse import quote
+from schemas.progress import Progress
 from verify import canonical, compare, snapshot
 from verify.canonical import split_type
 from verify.errors import NothingToCompareError

@@ -8,9 +8,9 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
-from producer.settings import SparkSection
 from schemas.naming import default_table, default_topic
 from schemas.settings import ConnectionSettings, Section
+from schemas.spark_session import SparkSection
 from schemas.storage import StorageSettings
 from verify.routes import Choice
 

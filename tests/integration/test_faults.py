@@ -15,8 +15,8 @@ import pytest
 from deltalake import DeltaTable
 
 from producer.generate import Generator
-from producer.progress import Progress
 from schemas.changes import version
+from schemas.progress import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.fault_support import (

@@ -14,9 +14,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from consumer.cli import main as consumer_main
 from consumer.loop import Pipeline
 from producer.errors import MessageTooLargeError
-from producer.progress import Progress
 from producer.run import run
 from producer.settings import ProducerSettings
+from schemas.progress import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env

@@ -161,14 +161,17 @@ def test_a_null_key_under_a_path_naming_a_schema_is_a_null_key(
         publish(spark, endpoints, path, "id", until_version=1)
 
 
-def test_unreachable_registry_is_retried_then_named() -> None:
+def test_unreachable_registry_is_retried_by_its_client_then_named() -> None:
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
-    from producer.errors import UnreachableError
     from producer.registry import TopicSchemas
+    from schemas.service_errors import UnreachableError
+    from schemas.settings import SchemaRegistrySettings
 
     url = "http://127.0.0.1:9/apis/ccompat/v7"  # the discard port: nothing listens
-    schemas = TopicSchemas(SchemaRegistryClient({"url": url}), url, "t", "table", attempts=2)
+    config = SchemaRegistrySettings(url=url).client_config()
+    client = SchemaRegistryClient(config | {"max.retries": 1, "retries.wait.ms": 10})
+    schemas = TopicSchemas(client, url, "t", "table", attempts=2)
     key = {"type": "record", "name": "k", "fields": [{"name": "id", "type": "string"}]}
 
     with pytest.raises(

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from producer.errors import MessageTooLargeError
-from producer.progress import ensure_topics
 from producer.publish import Publisher
+from producer.topics import ensure_topics
 from schemas.errors import ConfigError
 from schemas.settings import KafkaConfig
 from tests.endpoints import Endpoints

@@ -14,8 +14,8 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from producer.errors import FencedError
-from producer.progress import Progress
 from producer.publish import Publisher
+from schemas.progress import Progress
 from schemas.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 import pytest
 from py4j.protocol import Py4JNetworkError
 
-from producer.reader import driver_lost
-from producer.spark_errors import Causes
+from producer.spark_errors import driver_lost
+from schemas.spark_errors import Causes
 
 
 def made_of(conditions: Iterable[str] = (), classes: Iterable[str] = ()) -> Causes:

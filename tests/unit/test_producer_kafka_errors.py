@@ -4,14 +4,10 @@ fenced (exit 4), fatal (1), worth a restart later (3), refused for good (1)."""
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from producer.errors import (
-    FencedError,
-    KafkaFatalError,
-    KafkaRefusedError,
-    KafkaUnavailableError,
-)
+from producer.errors import FencedError, KafkaFatalError
 from producer.kafka_errors import kafka_failure
 from producer.publish import Publisher
+from schemas.service_errors import KafkaRefusedError, KafkaUnavailableError, client_failure
 
 E = KafkaError
 
@@ -49,7 +45,7 @@ def test_a_producer_failure_is_sorted_by_code_and_flags(
 
 
 def test_a_reader_of_the_progress_is_never_fenced() -> None:
-    found = kafka_failure(E(E._FENCED, fatal=True), "broker:9092", "reading t.progress")
+    found = client_failure(E(E._FENCED, fatal=True), "broker:9092", "reading t.progress")
 
     assert type(found) is KafkaRefusedError
 

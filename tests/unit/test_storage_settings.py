@@ -3,9 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
-from producer.settings import ProducerSettings, SparkSection
-from producer.spark import conf_for
+from producer.settings import ProducerSettings
 from schemas.settings import describe
+from schemas.spark_session import SparkSection, conf_for
 from schemas.storage import StorageOnly, StorageSettings
 from verify.settings import VerifySettings
 

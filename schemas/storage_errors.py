@@ -1,11 +1,13 @@
 """Object-store failures behind a Spark or Delta error, told apart by the Java exception
-classes in its cause chain (S3A's translated exceptions), never by message text."""
+classes in its cause chain (S3A's translated exceptions), never by message text. The producer
+and cdfbridge-verify's Spark reader name them alike."""
 
 from __future__ import annotations
 
-from producer.errors import StorageAccessError, StorageNotFoundError, StorageUnavailableError
-from producer.spark_errors import java_classes
-from schemas.errors import CdfBridgeError
+from schemas.errors import CdfBridgeError, ConfigError, ServiceUnavailableError, TerminalError
+from schemas.spark_errors import java_classes
+
+STORAGE_KEYS = "CDFBRIDGE_STORAGE__ACCESS_KEY_ID and __SECRET_ACCESS_KEY"
 
 # S3A raises these for 401/403 and for credentials it could not find or load.
 _ACCESS = {
@@ -28,6 +30,33 @@ _UNAVAILABLE = {
     "org.apache.hadoop.fs.s3a.AWSStatus500Exception",
     "org.apache.hadoop.fs.s3a.AWSServiceThrottledException",
 }
+
+
+class StorageAccessError(ConfigError):
+    def __init__(self, table: str, endpoint: str) -> None:
+        super().__init__(
+            f"the object store at {endpoint} refused access to {table} (wrong or missing "
+            f"credentials, or no permission); check [storage] access_key_id and "
+            f"secret_access_key ({STORAGE_KEYS}; unset, the default AWS credential chain is "
+            "used) and that they may list and read the table's bucket"
+        )
+
+
+class StorageNotFoundError(TerminalError):
+    def __init__(self, table: str, endpoint: str) -> None:
+        super().__init__(
+            f"the bucket of {table} does not exist at {endpoint}; check --table, and "
+            "[storage] endpoint (CDFBRIDGE_STORAGE__ENDPOINT) and region"
+        )
+
+
+class StorageUnavailableError(ServiceUnavailableError):
+    def __init__(self, table: str, endpoint: str, cause: str) -> None:
+        super().__init__(
+            f"the object store at {endpoint} did not answer for {table} after retries ({cause}); "
+            "check that it runs and that [storage] endpoint (CDFBRIDGE_STORAGE__ENDPOINT) is "
+            "right. Published progress is kept: a restart resumes after the last whole chunk"
+        )
 
 
 def storage_error(exc: BaseException, table: str, endpoint: str | None) -> CdfBridgeError | None:

@@ -1,4 +1,5 @@
-"""Starting the producer's SparkSession, retried with back-off while its master cannot be reached.
+"""Starting a SparkSession, retried with back-off (schemas/retry.py) while its master cannot be
+reached.
 
 A standalone master that does not answer only fails SparkContext after about a minute of
 Spark's own registration retries, so the master's address is probed first: a refused or
@@ -7,44 +8,45 @@ timed-out connection is known in milliseconds.
 
 from __future__ import annotations
 
-import logging
 import socket
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from producer.errors import SparkUnavailableError
-from producer.spark_errors import first_line
+from schemas.retry import retrying
+from schemas.service_errors import SparkUnavailableError
+from schemas.spark_errors import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger("cdfbridge.producer")
 STANDALONE_PORT = 7077
 PROBE_TIMEOUT_S = 5.0
+MAX_BACKOFF_S = 30.0
 
 
 def start_with_retries(
-    master: str, start: Callable[[], SparkSession], attempts: int, max_backoff_s: float = 30.0
+    master: str, start: Callable[[], SparkSession], attempts: int
 ) -> SparkSession:
     """start() once master answers; SparkUnavailableError after attempts failed tries."""
+    for attempt in retrying(
+        f"Spark master {master}", max_backoff_s=MAX_BACKOFF_S, attempts=attempts
+    ):
+        with attempt:
+            return _start(master, start, attempt.retry_state.attempt_number)
+    raise AssertionError("retrying() raises the last error once the attempts are spent")
+
+
+def _start(master: str, start: Callable[[], SparkSession], attempt: int) -> SparkSession:
+    """One try: the master's failures to answer as SparkUnavailableError (transient)."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
-    attempt = 1
-    while True:
-        try:
-            probe(master)
-            return start()
-        except (OSError, PySparkException, Py4JError) as exc:
-            cause = first_line(exc)
-            if attempt >= attempts:
-                raise SparkUnavailableError(master, attempt, cause) from exc
-            backoff = min(2.0 ** (attempt - 1), max_backoff_s)
-            log.warning("Spark master %s: %s; retrying in %.0f s", master, cause, backoff)
-            time.sleep(backoff)
-            attempt += 1
+    try:
+        probe(master)
+        return start()
+    except (OSError, PySparkException, Py4JError) as exc:
+        raise SparkUnavailableError(master, attempt, first_line(exc)) from exc
 
 
 def probe(master: str) -> None:

@@ -1,4 +1,6 @@
-"""The one place that builds a SparkSession with Delta Lake, for the producer and the tests."""
+"""The one place that builds a SparkSession with Delta Lake: the producer's, cdfbridge-verify's
+Spark reader's and the tests'. [spark] settings (CDFBRIDGE_SPARK__*) say where it runs and
+with which jars; [storage] adds the object store's `fs.s3a.*` settings."""
 
 from __future__ import annotations
 
@@ -7,10 +9,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-    from producer.settings import SparkSection
+from schemas.settings import Section
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
     from schemas.storage import StorageSettings
 
 DELTA_CONF = {
@@ -31,6 +37,32 @@ SMALL_MACHINE_CONF = {
 # column is nullable; a NULL key is refused before it is encoded (NullKeyError).
 QUIET_LOGGERS = {"org.apache.spark.sql.avro.AvroSerializer": "ERROR"}
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(?:-\d+)?\.jar$")
+
+
+class _StackHome(BaseSettings):
+    """The local stack's state directory, read as stack/settings.py reads it
+    (CDFBRIDGE_STACK_HOME, default ./.stack), for the jars `cdfbridge-stack fetch spark` puts
+    under it."""
+
+    model_config = SettingsConfigDict(env_prefix="CDFBRIDGE_STACK_", extra="ignore")
+
+    home: Path = Path(".stack")
+
+
+def stack_jars() -> Path:
+    """The stack's Spark jars: <state directory>/lib/spark."""
+    return _StackHome().home.expanduser().resolve() / "lib" / "spark"
+
+
+class SparkSection(Section):
+    master: str = "local[*]"
+    # Tries to reach the master and start the session, with back-off (0.5, 1, 2 ... 30 s).
+    start_attempts: int = Field(default=5, gt=0)
+    # Any Spark or Hadoop setting; wins over what [storage] sets (spark.hadoop.fs.s3a.*).
+    conf: dict[str, str] = Field(default_factory=dict)
+    # Delta, spark-avro and object-store jars for spark.jars, which the driver also serves to
+    # a cluster's executors; default: the stack's (cdfbridge-stack fetch spark).
+    jars_dir: Path = Field(default_factory=stack_jars)
 
 
 def build_spark_session(
@@ -85,28 +117,25 @@ def conf_for(settings: SparkSection, storage: StorageSettings) -> dict[str, str]
     return {**storage.spark_conf(), **settings.conf}
 
 
-def session_for(
-    settings: SparkSection, storage: StorageSettings, app_name: str = "cdfbridge-producer"
-) -> SparkSession:
-    """The producer's session (and cdfbridge-verify's Spark reader's): the settings' master,
-    the storage's `fs.s3a.*` settings under the settings' conf (which wins), Delta and S3
-    jars from the stack.
+def session_for(settings: SparkSection, storage: StorageSettings, app_name: str) -> SparkSession:
+    """A session on the settings' master, with the storage's `fs.s3a.*` settings under the
+    settings' conf (which wins) and the jars of settings.jars_dir when it exists.
 
     Retried with back-off while the master cannot be reached; SparkUnavailableError after
     settings.start_attempts tries.
     """
-    from producer.master import start_with_retries
-    from stack.fetch import lib_dir
-    from stack.settings import StackSettings
+    from schemas.spark_master import start_with_retries
 
-    jars = settings.jars_dir or lib_dir(StackSettings(), "spark")
+    jars = settings.jars_dir if settings.jars_dir.is_dir() else None
     return start_with_retries(
         settings.master,
-        lambda: build_spark_session(
-            app_name,
-            settings.master,
-            conf_for(settings, storage),
-            jars if jars.is_dir() else None,
-        ),
+        lambda: build_spark_session(app_name, settings.master, conf_for(settings, storage), jars),
         settings.start_attempts,
     )
+
+
+def column(name: str) -> Column:
+    """A top-level column by its Delta name, whatever characters it holds."""
+    from pyspark.sql.functions import col
+
+    return col("`" + name.replace("`", "``") + "`")

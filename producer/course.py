@@ -1,0 +1,102 @@
+"""What to read next while following a table: plain numbers in, chunks out.
+
+No Spark and no Kafka here, so every decision of the follow loop (producer/follow.py) can be
+tested with numbers alone:
+- the span to read: from the next unpublished version to the table's head, or only to
+  --until-version; none while the table has nothing new, and none ever again once
+  --until-version is passed;
+- the chunks of a span (producer/plan.py), from the history's row estimates and the rows a
+  chunk may hold, which the learned row width sets; planned again as soon as changes turn
+  out much wider than the chunks were planned for;
+- the version whose changes are sampled to learn the width before the first chunk;
+- the slices of a chunk the history gave no row count for, once its rows are counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+
+from producer.plan import Chunk, plan, rows_per_chunk
+
+Estimates = Mapping[int, int | None]  # change rows per version, None: the history does not say
+
+
+@dataclass(frozen=True)
+class Span:
+    """Versions first..last to publish, planned when the table's latest version was head."""
+
+    first: int
+    last: int
+    head: int
+
+
+class RowWidth:
+    """The encoded size of one change in the driver, as last seen, and the rows a chunk may
+    hold because of it. The one place it is learned: from a sample before the first chunk,
+    then from every slice read."""
+
+    def __init__(self, max_rows: int, max_bytes: int) -> None:
+        self.max_rows, self.max_bytes = max_rows, max_bytes
+        self._bytes: float | None = None  # None: no change seen yet
+
+    @property
+    def known(self) -> bool:
+        return self._bytes is not None
+
+    def learn(self, nbytes: int, rows: int) -> None:
+        """rows changes took nbytes; nothing is learned from none."""
+        if rows:
+            self._bytes = nbytes / rows
+
+    def rows_per_chunk(self) -> int:
+        """The row bound of a chunk: max_rows, or fewer when the width passes max_bytes."""
+        return rows_per_chunk(self.max_rows, self.max_bytes, self._bytes)
+
+
+class Course:
+    """Where following a table stands (the next version to read) and what to read next."""
+
+    def __init__(self, start: int, until: int | None, max_versions: int, width: RowWidth) -> None:
+        self.next_version = start
+        self.until, self.max_versions, self.width = until, max_versions, width
+
+    @property
+    def finished(self) -> bool:
+        """--until-version is published: nothing more is read."""
+        return self.until is not None and self.next_version > self.until
+
+    def span(self, head: int) -> Span | None:
+        """The versions to read now that the table's latest version is head; None when there
+        is nothing new (or --until-version is passed)."""
+        last = head if self.until is None else min(head, self.until)
+        if self.next_version > last:
+            return None
+        return Span(self.next_version, last, head)
+
+    def sample_version(self, span: Span, estimates: Estimates) -> int | None:
+        """The first version of span known to hold changes, to learn the row width from
+        before planning; None when it is learned already or no version says it has changes
+        (a version without an estimate gets a chunk of its own, sized once counted)."""
+        if self.width.known:
+            return None
+        return next((v for v in range(span.first, span.last + 1) if estimates.get(v)), None)
+
+    def chunks(self, span: Span, estimates: Estimates) -> Iterator[Chunk]:
+        """span's chunks in order; resuming after one marks it read. Ends early, for the span
+        to be planned again, when the row bound fell below half of what the plan assumed:
+        changes turned out much wider than planned for."""
+        max_rows = self.width.rows_per_chunk()
+        for chunk in plan(self.next_version, span.last, estimates, max_rows, self.max_versions):
+            yield chunk
+            self.next_version = chunk.last + 1
+            if self.width.rows_per_chunk() < max_rows // 2:
+                return
+
+    def sized(self, chunk: Chunk, rows: int) -> Chunk:
+        """chunk, counted to hold rows changes, in as many slices as the row bound needs."""
+        if chunk.sized:
+            return chunk
+        slices = max(1, math.ceil(rows / self.width.rows_per_chunk()))
+        return replace(chunk, slices=slices, sized=True)

@@ -1,0 +1,133 @@
+"""Following a table: one generator of slices, top to bottom.
+
+    poll    the table's latest version                     DeltaSource.latest_version
+    plan    the unpublished versions into chunks           Course (producer/course.py), from
+                                                           the history's row estimates
+    read    a chunk's changes, its schema checked first    DeltaSource.changes, RangeSchemas
+    encode  key and value as Confluent-framed Avro         Encoding (producer/encode.py), in Spark
+    slice   by key hash when one read would hold too many  encoded_slices (producer/slices.py)
+
+With --snapshot, the table's state at a version comes first, dressed as changes. run()
+drives the generator in a thread of its own (producer/prefetch.py), one slice ahead of the
+Kafka sends, so at most a few slices are in the driver however long the backlog is.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from producer.course import Course, Estimates, RowWidth, Span
+from producer.encode import snapshot_changes
+from producer.plan import Chunk
+from producer.registry import TopicSchemas
+from producer.settings import SourceSection
+from producer.slices import Slice, encoded_slices, sample
+from producer.source import DeltaSource
+from producer.spark_errors import lost_driver, reading
+from producer.table_schemas import RangeSchemas, TableSchema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def follow(
+    source: DeltaSource,
+    schemas: TopicSchemas,
+    config: SourceSection,
+    start: int,
+    snapshot_at: int | None,
+    stop: threading.Event,
+) -> Iterator[Slice]:
+    """Slices of every change from version start on (after the snapshot at snapshot_at, if
+    any), until --until-version is published or stop is set while polling."""
+    width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
+    course = Course(start, config.until_version, config.max_versions_per_chunk, width)
+    ranges = RangeSchemas(source.schema_json, schemas, config.primary_key, config.include_preimage)
+    chunks = _Chunks(source, ranges, course)
+    try:
+        if snapshot_at is not None:
+            yield from chunks.snapshot(snapshot_at)
+        while not course.finished:
+            span = course.span(source.latest_version())  # poll
+            if span is not None:
+                yield from chunks.span(span)
+            elif stop.wait(config.poll_interval_s):
+                return
+    except Exception as exc:
+        lost = lost_driver(exc, source.spark, course.next_version)
+        if lost is None:
+            raise
+        raise lost from exc
+
+
+class _Chunks:
+    """Plan → read → encode → slice, for one span of versions or one snapshot."""
+
+    def __init__(self, source: DeltaSource, ranges: RangeSchemas, course: Course) -> None:
+        self.source, self.ranges, self.course = source, ranges, course
+        self.table = source.table
+
+    def span(self, span: Span) -> Iterator[Slice]:
+        began = time.monotonic()
+        estimates = self.source.row_estimates(span.first, span.last, span.head)
+        schema = self.ranges.of_range(span.first, span.last)  # None: it changes in the span
+        if schema is not None:
+            self._learn_width(span, estimates, schema)
+        planning_s = time.monotonic() - began
+        for chunk in self.course.chunks(span, estimates):  # plan
+            yield from self._chunk(chunk, schema, span.head, planning_s)
+            planning_s = 0.0
+
+    def snapshot(self, version: int) -> Iterator[Slice]:
+        """The table's state at version, as changes of that version."""
+        began = time.monotonic()
+        schema = self.ranges.at(version)
+        self.ranges.use(version, schema)
+        state = self.source.snapshot(version)
+        frame = snapshot_changes(state, version, self.source.commit_timestamp(version))
+        chunk = self._sized(frame, Chunk(version, version, sized=False), schema)
+        yield from self._slices(frame, chunk, version, began)
+
+    def _learn_width(self, span: Span, estimates: Estimates, schema: TableSchema) -> None:
+        """Sample the changes of one version before the first chunk is planned. Checked and
+        registered first, as each chunk would be: a sample must not read across a schema
+        change the checks refuse. A span whose schema changes learns from its first chunk."""
+        version = self.course.sample_version(span, estimates)
+        if version is None:
+            return
+        self.ranges.use(span.last, schema)
+        with reading(self.table, version, version):
+            self._sample(self.source.changes(version, version), schema)
+
+    def _chunk(
+        self, chunk: Chunk, range_schema: TableSchema | None, head: int, planning_s: float
+    ) -> Iterator[Slice]:
+        began = time.monotonic() - planning_s
+        schema = self.ranges.for_chunk(chunk, range_schema)
+        with reading(self.table, chunk.first, chunk.last):
+            frame = self.source.changes(chunk.first, chunk.last)  # read
+            self.ranges.check_columns(frame.columns, schema, chunk)
+            chunk = self._sized(frame, chunk, schema)
+            yield from self._slices(frame, chunk, head, began)
+
+    def _sized(self, frame: DataFrame, chunk: Chunk, schema: TableSchema) -> Chunk:
+        """chunk, its slices counted if the history had no row count for it."""
+        if chunk.sized:
+            return chunk
+        if not self.course.width.known:
+            self._sample(frame, schema)
+        return self.course.sized(chunk, frame.count())
+
+    def _slices(self, frame: DataFrame, chunk: Chunk, head: int, began: float) -> Iterator[Slice]:
+        encoding = self.ranges.encoding()
+        for index, rows in enumerate(encoded_slices(frame, chunk.slices, encoding, self.table)):
+            self.course.width.learn(rows.nbytes, len(rows))  # encode → slice, just above
+            yield Slice(chunk, index, rows, time.monotonic() - began, head)
+            began = time.monotonic()
+
+    def _sample(self, frame: DataFrame, schema: TableSchema) -> None:
+        rows = sample(frame, self.ranges.sizing(schema))
+        self.course.width.learn(rows.nbytes, len(rows))

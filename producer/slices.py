@@ -1,0 +1,74 @@
+"""A chunk's changes as the driver receives them: encoded (producer/encode.py), cut into
+key-hash slices when one read would hold too many, each checked for NULL keys and sorted by
+the contract's _version (_order).
+
+A key always hashes to the same slice (xxhash64 of its columns, modulo the slice count), so
+its changes keep their order however a chunk is cut. All of it is columnar: Spark filters
+and encodes, Arrow finds a NULL key and sorts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from producer.encode import KEY_IS_NULL, ORDER, Encoding
+from producer.errors import NullKeyError
+from producer.plan import Chunk
+from schemas.spark_session import column
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+SAMPLE_ROWS = 1_000  # changes encoded to learn their width before the first chunk
+
+
+@dataclass(frozen=True)
+class Slice:
+    chunk: Chunk
+    index: int  # 0 .. chunk.slices - 1
+    rows: pa.Table  # key, value, _order, ... sorted by _order
+    read_s: float  # Spark time spent on it: schema lookups, planning, scan, encode
+    head: int  # the table's latest version when its chunk was planned
+
+    @property
+    def last_of_chunk(self) -> bool:
+        return self.index == self.chunk.slices - 1
+
+
+def encoded_slices(
+    frame: DataFrame, slices: int, encoding: Encoding, table: str
+) -> Iterator[pa.Table]:
+    """frame's changes encoded, in `slices` key-hash slices, each sorted by _order; a NULL
+    key raises NullKeyError naming its version."""
+    for index in range(slices):
+        part = (
+            frame if slices == 1 else frame.where(_key_hash(encoding.primary_key, slices) == index)
+        )
+        rows = encoding.encode(part).toArrow()
+        check_keys(rows, table, encoding.primary_key)
+        yield rows.sort_by(ORDER)
+
+
+def sample(frame: DataFrame, encoding: Encoding) -> pa.Table:
+    """Up to SAMPLE_ROWS of frame's changes, encoded: how wide a change is."""
+    return encoding.encode(frame).limit(SAMPLE_ROWS).toArrow()
+
+
+def check_keys(rows: pa.Table, table: str, primary_key: Sequence[str]) -> None:
+    """NullKeyError, with the version of the first change whose key has a NULL column."""
+    nulls = rows.column(KEY_IS_NULL)
+    if len(rows) and pc.any(nulls).as_py():
+        first = pc.index(nulls, True).as_py()
+        version = rows.column(ORDER)[first].as_py() // 2
+        raise NullKeyError(table, version, list(primary_key))
+
+
+def _key_hash(primary_key: Sequence[str], slices: int) -> Column:
+    from pyspark.sql.functions import lit, pmod, xxhash64
+
+    return pmod(xxhash64(*[column(c) for c in primary_key]), lit(slices))

@@ -1,0 +1,98 @@
+"""The table's schema over a range of versions, checked and registered for the topic
+(producer/registry.py) before anything of the range is read.
+
+Equal schemas at a range's ends mean no change in between: Delta refuses a Change Data
+Feed read across a metadata change its read schema cannot represent, so a column added and
+then dropped inside the range still stops the read. The last schema looked up is kept, so a
+table whose schema does not change costs one lookup per poll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from producer.encode import Encoding, WireSchema
+from producer.errors import SchemaChangeError
+from producer.plan import Chunk
+from producer.registry import TopicSchemas
+from schemas.avro import key_schema, value_schema
+
+TableSchema = dict[str, Any]  # Spark's StructType as JSON
+
+
+class RangeSchemas:
+    """The table's schemas through `lookup` (version → schema), and the topic's wire schemas
+    they register: the Encoding of what is read."""
+
+    def __init__(
+        self,
+        lookup: Callable[[int], TableSchema],
+        topic: TopicSchemas,
+        primary_key: Sequence[str],
+        include_preimage: bool,
+    ) -> None:
+        self._lookup, self.topic = lookup, topic
+        self.primary_key, self.include_preimage = primary_key, include_preimage
+        self._known: tuple[int, TableSchema] | None = None  # the last schema looked up
+
+    def at(self, version: int) -> TableSchema:
+        schema = self._lookup(version)
+        self._known = (version, schema)
+        return schema
+
+    def of_range(self, first: int, last: int) -> TableSchema | None:
+        """The schema of every version first..last if they share one, else None. The range
+        that follows the last one looked up starts from that one's end: equal ends of
+        first - 1..last say the same of first..last."""
+        before = self._known[1] if self._known and self._known[0] == first - 1 else None
+        end = self.at(last)
+        if first == last:
+            return end
+        start = before if before is not None else self._lookup(first)
+        return end if start == end else None
+
+    def for_chunk(self, chunk: Chunk, range_schema: TableSchema | None) -> TableSchema:
+        """The schema chunk is read with, registered; a range whose schema changed has each
+        chunk's ends checked (and registered) instead."""
+        schema = range_schema
+        if schema is None:
+            if chunk.first != chunk.last:
+                self.use(chunk.first, self.at(chunk.first))
+            schema = self.at(chunk.last)
+        self.use(chunk.last, schema)
+        return schema
+
+    def use(self, version: int, table_schema: TableSchema) -> None:
+        """Register the topic's key and value schemas for table_schema (as of version)."""
+        key, value = self._avro(table_schema)
+        self.topic.use(key, value, version)
+
+    def check_columns(self, read: Sequence[str], schema: TableSchema, chunk: Chunk) -> None:
+        """The read has every column of the schema. Equal schemas at a range's ends hide a
+        column renamed and renamed back in between, and a chunk inside reads the other name.
+        (A read may have more columns: Delta reads with a later schema's added ones.)"""
+        columns = set(read)
+        missing = [f["name"] for f in schema["fields"] if f["name"] not in columns]
+        if missing:
+            detail = f"versions {chunk} were read without the topic's columns {missing}"
+            raise SchemaChangeError(self.topic.table, chunk.last, detail)
+
+    def encoding(self) -> Encoding:
+        """How changes are encoded with the wire schemas registered last."""
+        key, value = self.topic.key, self.topic.value
+        if key is None or value is None:
+            raise RuntimeError("schemas are registered before any read")
+        return Encoding(key, value, self.primary_key, self.include_preimage)
+
+    def sizing(self, table_schema: TableSchema) -> Encoding:
+        """An encoding to measure changes of table_schema with: registry ids do not change
+        the size, so none need be registered."""
+        key, value = self._avro(table_schema)
+        return Encoding(
+            WireSchema(key, 0), WireSchema(value, 0), self.primary_key, self.include_preimage
+        )
+
+    def _avro(self, table_schema: TableSchema) -> tuple[dict[str, Any], dict[str, Any]]:
+        name, pk = self.topic.topic, list(self.primary_key)
+        return key_schema(table_schema, pk, name), value_schema(table_schema, name, pk)

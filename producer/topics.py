@@ -1,0 +1,69 @@
+"""The producer's topics: the data topic and its compacted `<topic>.progress`, created when
+missing, and waited for until the cluster lists them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from schemas.errors import ConfigError
+from schemas.kafka_errors import error_of
+from schemas.naming import progress_topic
+from schemas.retry import retrying
+from schemas.service_errors import KafkaUnavailableError, client_failure
+from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
+
+TOPIC_NAMES = (
+    "letters, digits, '.', '_' and '-', at most 249 characters; set --topic "
+    "(CDFBRIDGE_SOURCE__TOPIC)"
+)
+# Topics just created are looked for again after 0.5 and 1 s, then every 2 s: about 30 s.
+LIST_ATTEMPTS = 16
+
+
+def ensure_topics(
+    kafka_config: KafkaConfig,
+    topic: str,
+    partitions: int,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> None:
+    """Create the data topic, taking messages up to max_message_bytes, and the compacted
+    progress topic, when missing. Existing topics are left as they are."""
+    admin = AdminClient(kafka_config)
+    where = str(kafka_config.get("bootstrap.servers", "?"))
+    wanted = [
+        NewTopic(topic, partitions, -1, config={"max.message.bytes": str(max_message_bytes)}),
+        NewTopic(progress_topic(topic), 1, -1, config={"cleanup.policy": "compact"}),
+    ]
+    try:
+        existing = admin.list_topics(timeout=30).topics
+        missing = [t for t in wanted if t.topic not in existing]
+        for name, future in admin.create_topics(missing).items() if missing else ():
+            _created(future, name)
+        _wait_until_listed(admin, [t.topic for t in wanted], where)
+    except KafkaException as exc:
+        error = error_of(exc)
+        if error.code() == KafkaError.TOPIC_EXCEPTION:  # Kafka's InvalidTopicException
+            raise ConfigError(f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}") from exc
+        raise client_failure(error, where, f"creating topic {topic}") from exc
+
+
+def _created(future: Any, name: str) -> None:
+    try:
+        future.result(timeout=30)
+    except KafkaException as exc:  # another producer may have created it meanwhile
+        if error_of(exc).code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+def _wait_until_listed(admin: AdminClient, topics: list[str], where: str) -> None:
+    began = time.monotonic()
+    for attempt in retrying(f"Kafka to list {topics}", max_backoff_s=2.0, attempts=LIST_ATTEMPTS):
+        with attempt:
+            listed = admin.list_topics(timeout=10).topics
+            if not all(t in listed and listed[t].partitions for t in topics):
+                waited = f"not listed after {time.monotonic() - began:.0f} s"
+                raise KafkaUnavailableError(where, f"creating topics {topics}", waited)
