@@ -2,6 +2,7 @@
 
 No Spark and no Kafka here, so every decision of the follow loop (producer/follow.py) can be
 tested with numbers alone:
+- the loop: poll the head, read the span up to it, wait while there is nothing new (spans);
 - the span to read: from the next unpublished version to the table's head, or only to
   --until-version; none while the table has nothing new, and none ever again once
   --until-version is passed;
@@ -15,7 +16,7 @@ tested with numbers alone:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from producer.plan import Chunk, plan, rows_per_chunk
@@ -100,3 +101,15 @@ class Course:
             return chunk
         slices = max(1, math.ceil(rows / self.width.rows_per_chunk()))
         return replace(chunk, slices=slices, sized=True)
+
+
+def spans(course: Course, head: Callable[[], int], wait: Callable[[], bool]) -> Iterator[Span]:
+    """The spans to read as the table's head moves, each read (its chunks consumed) before
+    the head is polled again; wait() while there is nothing new, True meaning stop. Ends once
+    --until-version is read."""
+    while not course.finished:
+        span = course.span(head())
+        if span is not None:
+            yield span
+        elif wait():
+            return

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from producer.course import Course, Estimates, RowWidth, Span
+from producer.course import Course, Estimates, RowWidth, Span, spans
 from producer.encode import snapshot_changes
 from producer.plan import Chunk
 from producer.registry import TopicSchemas
@@ -47,15 +47,15 @@ def follow(
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     ranges = RangeSchemas(source.schema_json, schemas, config.primary_key, config.include_preimage)
     chunks = _Chunks(source, ranges, course)
+
+    def wait() -> bool:  # for the table to change; True: stop
+        return stop.wait(config.poll_interval_s)
+
     try:
         if snapshot_at is not None:
             yield from chunks.snapshot(snapshot_at)
-        while not course.finished:
-            span = course.span(source.latest_version())  # poll
-            if span is not None:
-                yield from chunks.span(span)
-            elif stop.wait(config.poll_interval_s):
-                return
+        for span in spans(course, source.latest_version, wait):  # poll
+            yield from chunks.span(span)  # plan, read, encode, slice
     except Exception as exc:
         lost = lost_driver(exc, source.spark, course.next_version)
         if lost is None:
