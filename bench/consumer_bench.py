@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from output import bars, save
 
-from consumer import kafka_engine
+from consumer import kafka_engine, kafka_engine_plan
 from consumer.settings import ConsumerSection, ConsumerSettings
 from schemas.avro import key_schema, value_schema
 from schemas.naming import key_subject, value_subject
@@ -206,9 +206,9 @@ def kafka_engine_consumer(
             batch_seconds=args.batch_seconds,
         ),
     )
-    plan = kafka_engine.plan(settings, f"{topic}-clickhouse", args.num_consumers)
+    plan = kafka_engine_plan.plan(settings, f"{topic}-clickhouse", args.num_consumers)
     started = time.monotonic()
-    kafka_engine.apply(settings, plan)
+    kafka_engine_plan.apply(settings, plan)
     seconds = wait_for_rows(clickhouse, plan.target.name, args.rows, started)
     clickhouse.command(f"DROP TABLE {kafka_engine.pump(plan.target).name}")
     clickhouse.command(f"DROP TABLE {kafka_engine.errors_pump(plan.target).name}")

@@ -11,22 +11,31 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any, cast
+from typing import cast
 
-from confluent_kafka import Message
+from confluent_kafka import Message, TopicPartition
 
 TopicPartitionKey = tuple[str, int]
 # Commit metadata naming the last offset of the batch in flight (consumer/commit.py): after
-# a crash, the batch is cut at the same offset again (Batcher.cut_at).
+# a crash or a rewind, the batch is cut at the same offset again (Batcher.cut_at).
 INTENT = "cdfbridge:batch-end="
 # Unbound methods: four times faster in map() than methodcaller. Consumed messages
-# always have a partition and an offset.
-_PARTITION = cast(Callable[[Any], int], Message.partition)
-_OFFSET = cast(Callable[[Any], int], Message.offset)
-_VALUE = cast(Callable[[Any], bytes | None], Message.value)
+# always have a topic, a partition and an offset.
+_TOPIC = cast(Callable[[Message], str], Message.topic)
+_PARTITION = cast(Callable[[Message], int], Message.partition)
+_OFFSET = cast(Callable[[Message], int], Message.offset)
+_VALUE = cast(Callable[[Message], bytes | None], Message.value)
+
+
+def recorded_end(committed: TopicPartition) -> int | None:
+    """The batch end recorded with a committed offset (step 1 of consumer/commit.py)."""
+    meta = committed.metadata or ""
+    if committed.offset < 0 or not meta.startswith(INTENT):
+        return None
+    return int(meta.removeprefix(INTENT))
 
 
 @dataclass
@@ -60,6 +69,14 @@ class PartitionBatch:
 
 
 @dataclass(frozen=True)
+class Written:
+    """What writing a batch stored: rows in ClickHouse, messages in the dead-letter topic."""
+
+    rows: int
+    dead_letters: int
+
+
+@dataclass(frozen=True)
 class Limits:
     rows: int = 100_000
     nbytes: int = 64 * 1024 * 1024
@@ -80,41 +97,38 @@ class Batcher:
     def cut_at(self, key: TopicPartitionKey, offset: int) -> None:
         self._cut_at[key] = offset
 
-    def extend(self, messages: Sequence[Any]) -> list[PartitionBatch]:
+    def extend(self, messages: Sequence[Message]) -> list[PartitionBatch]:
         """Buffer messages of one topic (no errors among them); returns the batches they
         completed. Consecutive messages of a partition are taken as one run, in C."""
         self.last_seen = set()
         done: list[PartitionBatch] = []
         for partition, run in groupby(messages, key=_PARTITION):
             chunk = list(run)
-            key = (chunk[0].topic(), partition)
+            key = (_TOPIC(chunk[0]), partition)
             self.last_seen.add(key)
             done += self._extend(key, chunk)
         return done
 
-    def add(self, message: Any) -> list[PartitionBatch]:
-        return self.extend([message])
-
-    def _extend(self, key: TopicPartitionKey, chunk: list[Any]) -> list[PartitionBatch]:
+    def _extend(self, key: TopicPartitionKey, chunk: list[Message]) -> list[PartitionBatch]:
         done: list[PartitionBatch] = []
         while chunk:
             batch = self._open.get(key)
             if batch is None:
-                batch = self._open[key] = PartitionBatch(key[0], key[1], chunk[0].offset())
+                batch = self._open[key] = PartitionBatch(key[0], key[1], _OFFSET(chunk[0]))
             take = self._room(key, batch, chunk)
             if take == 0:  # the recorded cut lies before this chunk: close what is open
                 done.append(self._close(key))
                 continue
             part, chunk = chunk[:take], chunk[take:]
             batch.payloads += map(_VALUE, part)
-            batch.last_offset = part[-1].offset()
+            batch.last_offset = _OFFSET(part[-1])
             batch.nbytes += sum(map(len, part))  # len(message) is its value's length
             full = batch.rows >= self.limits.rows or batch.nbytes >= self.limits.nbytes
             if full or chunk or self._cut_reached(key, batch):
                 done.append(self._close(key))
         return done
 
-    def _room(self, key: TopicPartitionKey, batch: PartitionBatch, chunk: list[Any]) -> int:
+    def _room(self, key: TopicPartitionKey, batch: PartitionBatch, chunk: list[Message]) -> int:
         """How many of `chunk` fit in `batch`: up to the row limit and the recorded cut."""
         take = min(len(chunk), max(1, self.limits.rows - batch.rows))
         cut = self._cut_at.get(key)
@@ -151,18 +165,16 @@ class Batcher:
         chosen = list(self._open) if keys is None else [k for k in keys if k in self._open]
         return [self._close(key) for key in chosen]
 
-    def drop(self, keys: list[TopicPartitionKey]) -> int:
-        """Forget buffered messages of lost partitions; returns how many were dropped."""
+    def drop(self, keys: Iterable[TopicPartitionKey] | None = None) -> int:
+        """Forget the buffered messages and recorded cuts of `keys` (all when None); returns
+        how many messages were dropped."""
+        chosen = set(self._open) | set(self._cut_at) if keys is None else keys
         dropped = 0
-        for key in keys:
+        for key in chosen:
             batch = self._open.pop(key, None)
             dropped += batch.rows if batch else 0
             self._cut_at.pop(key, None)
         return dropped
-
-    def open_keys(self) -> list[tuple[TopicPartitionKey, int]]:
-        """(partition, buffered messages) of every open batch."""
-        return [(key, batch.rows) for key, batch in self._open.items()]
 
     def buffered_rows(self) -> int:
         return sum(batch.rows for batch in self._open.values())

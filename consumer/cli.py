@@ -95,7 +95,7 @@ def _run(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 
 
 def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> int:
-    from consumer import kafka_engine
+    from consumer import kafka_engine_plan as kafka_engine
 
     group = args.kafka_group or f"{settings.consumer.group}-clickhouse"
     # Printed alone, the DDL is for ClickHouse 26.x; applied, it fits the server.

@@ -1,4 +1,6 @@
-"""The commit path: write a partition batch to ClickHouse, then commit its offsets.
+"""The commit path: each closed batch is written to ClickHouse, then its offsets are
+committed, in the numbered steps of `CommitQueue`. It holds a batch from its cut until its
+commit (pending, in flight, owed), for consumer/uncommitted.py, which owns it.
 
 One write is in flight at a time, on a worker thread, so Kafka keeps being read while
 ClickHouse inserts; the next write starts only after the previous one is settled, which
@@ -9,177 +11,185 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 
-from consumer.batch import INTENT, PartitionBatch, TopicPartitionKey
-from consumer.dlq import DeadLetters
-from consumer.errors import CommitRefusedError
-from consumer.metrics import Metrics
-from consumer.writer import BatchWriter, Written
-from schemas.errors import CdfBridgeError, ServiceUnavailableError, TransientError
-from schemas.kafka_errors import describe, passing
+from consumer.batch import INTENT, PartitionBatch, TopicPartitionKey, Written
+from schemas.errors import TransientError
+from schemas.retry import backoff_s
 
 log = logging.getLogger(__name__)
+# Closed batches that may wait for ClickHouse while Kafka is read on; past this the loop
+# waits for the writes instead, which bounds memory.
+QUEUED = 4
+
+Write = Callable[[PartitionBatch], Written]  # step 2: BatchWriter.write
+Commit = Callable[[list[TopicPartition]], None]  # one synchronous offset commit (kafka.py)
+OnWritten = Callable[[PartitionBatch, Written, float], None]  # batch, what it stored, seconds
 
 
-class Committer:
+@dataclass(frozen=True)
+class InFlight:
+    batch: PartitionBatch
+    future: Future[Written]
+    started: float
+
+
+class CommitQueue:
     """Steps, in this order, for every batch:
 
-    1. Record the batch's last offset in the group's commit metadata, at the offset
-       already committed. A restart after a crash in steps 2–4 cuts the same batch again,
-       so its insert_deduplication_token matches and ClickHouse drops the repeat.
-    2. Insert the batch into ClickHouse as one block with that token (adding new optional
-       columns first; dead-lettering messages that do not decode or fit), on the worker.
-    3. Wait until Kafka has acknowledged the dead letters.
-    4. Only now commit offset last+1: every message up to it is in ClickHouse or the DLQ.
-       While batches queue up, it goes out with the next batch's step 1, one request for
-       both; otherwise `flush` sends it.
+    1. Record the batch's last offset in the group's commit metadata, at the offset already
+       committed (`_start`). If steps 2–3 do not complete, whoever reads the partition next
+       from there (a restart, the next owner, a rewind) cuts the same batch again, so its
+       insert_deduplication_token matches and ClickHouse drops the repeat.
+    2. Insert the batch into ClickHouse as one block with that token, on the worker
+       (`write` adds new optional columns first, and dead-letters messages that do not decode
+       or fit, returning once Kafka has acknowledged them).
+    3. Only now commit offset last+1 (`_settle`): every message up to it is in ClickHouse or
+       the DLQ. While batches queue up, it goes out with the next batch's step 1, one request
+       for both; otherwise `flush` sends it.
+
+    A TransientError of any step is raised to the caller, with the offsets where they were.
     """
 
     def __init__(
-        self, consumer: Any, writer: BatchWriter, dead_letters: DeadLetters, metrics: Metrics
+        self, write: Write, commit: Commit, on_written: OnWritten, queued: int = QUEUED
     ) -> None:
-        self.consumer = consumer
-        self.writer = writer
-        self.dead_letters = dead_letters
-        self.metrics = metrics
-        self.last_error: TransientError | None = None
+        self.write, self.commit, self.on_written = write, commit, on_written
+        self.queued = queued
+        self.pending: deque[PartitionBatch] = deque()
+        self.inflight: InFlight | None = None
+        self._owed: dict[TopicPartitionKey, TopicPartition] = {}  # commits not sent yet
+        # Where the group's offsets stand, per partition this member owns: what a rewind
+        # reads again from.
+        self.committed: dict[TopicPartitionKey, TopicPartition] = {}
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
-        self._inflight: tuple[PartitionBatch, Future[Written], float] | None = None
-        self._owed: dict[TopicPartitionKey, TopicPartition] = {}  # step 4s not yet sent
 
     @property
-    def inflight(self) -> TopicPartitionKey | None:
-        return self._inflight[0].key if self._inflight else None
+    def busy(self) -> bool:
+        return bool(self.pending) or self.inflight is not None
 
-    def start(self, batch: PartitionBatch) -> None:
-        """Steps 1 and 2; call `settle` before starting the next batch."""
-        assert self._inflight is None  # noqa: S101 - one write at a time keeps the order
-        if batch.payloads:
-            # The intent's offset is where the batch starts: it covers a step 4 owed for
-            # the same partition.
-            self._owed[batch.key] = TopicPartition(
-                batch.topic,
-                batch.partition,
-                batch.first_offset,
-                metadata=f"{INTENT}{batch.last_offset}",
-            )
-            self.flush()  # 1., with the step 4s owed
-        future = self._worker.submit(self.writer.write, batch)  # 2.
-        self._inflight = (batch, future, time.monotonic())
+    def submit(self, batches: list[PartitionBatch]) -> None:
+        self.pending += batches
 
-    def settle(self, wait: bool = True, commit: bool = True) -> PartitionBatch | None:
-        """Step 3 for the write in flight, and its step 4 recorded as owed (sent by the
-        next `start` or `flush`). Returns its batch when it failed transiently (offsets
-        untouched; `last_error` says why); terminal errors raise."""
-        if self._inflight is None:
-            return None
-        batch, future, started = self._inflight
-        if not wait and not future.done():
-            return None
-        self._inflight = None
-        try:
-            written = future.result()
-        except TransientError as exc:
-            self.last_error = exc
-            return batch
-        if not commit:
-            return None
-        try:
-            if written.dead_letters:
-                self.dead_letters.flush()  # 3.
-        except TransientError as exc:
-            # Written but not committed: the retry's insert carries the same token, so
-            # ClickHouse drops it; a moved partition's batch is dropped by the rebalance.
-            self.last_error = exc
-            return batch
-        owed = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
-        self._owed[batch.key] = owed  # 4., sent with the next request
-        self._observe(batch, written, time.monotonic() - started)
-        return None
+    def track(self, committed: Iterable[TopicPartition]) -> None:
+        """Newly assigned partitions, at the offsets their group committed (with metadata)."""
+        self.committed.update(((tp.topic, tp.partition), tp) for tp in committed)
+
+    def _start(self, batch: PartitionBatch) -> None:
+        """Steps 1 and 2; `settle` comes before the next batch's."""
+        assert self.inflight is None  # noqa: S101 - one write at a time keeps the order
+        # 1. At the batch's first offset, which covers a step 3 owed for the partition.
+        end = f"{INTENT}{batch.last_offset}"
+        self._owed[batch.key] = TopicPartition(
+            batch.topic, batch.partition, batch.first_offset, metadata=end
+        )
+        self.flush()
+        future = self._worker.submit(self.write, batch)  # 2.
+        self.inflight = InFlight(batch, future, time.monotonic())
+
+    def settle(self, timeout_s: float | None = None) -> bool:
+        """The end of step 2 for the write in flight, and its step 3 owed (sent by the next
+        `_start` or `flush`). False while it is still running after `timeout_s`; raises what
+        the write raised (then nothing is owed for it)."""
+        if self.inflight is None:
+            return True
+        batch, future, started = self.inflight.batch, self.inflight.future, self.inflight.started
+        if not future.done() and not futures.wait([future], timeout_s).done:
+            return False
+        self.inflight = None
+        written = future.result()
+        self._owed[batch.key] = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
+        self.on_written(batch, written, time.monotonic() - started)  # 3., owed
+        return True
 
     def flush(self) -> None:
-        """Send the owed commits (step 4, and step 1 from `start`) in one request. On a
-        transient error they stay owed, and a later flush sends them."""
+        """Send the owed commits in one request. On a transient error they stay owed."""
         if self._owed:
-            self._commit(list(self._owed.values()))
+            offsets = list(self._owed.values())
+            self.commit(offsets)
             self._owed.clear()
+            self.committed.update(((tp.topic, tp.partition), tp) for tp in offsets)
 
-    def forget(self, keys: set[TopicPartitionKey]) -> None:
-        """Drop owed commits of partitions this member no longer owns."""
+    def advance(self) -> int:
+        """Settle the write in flight if it is done, and start the next pending batch; with
+        nothing left to write, send the commits owed. Waits for the write in flight only
+        while more than `queued` batches are pending. Returns how many batches were written."""
+        written = 0
+        while True:
+            if self.inflight is not None:
+                if not self.settle(None if len(self.pending) > self.queued else 0):
+                    return written
+                written += 1
+            if not self.pending:
+                self.flush()
+                return written
+            self._start(self.pending.popleft())
+
+    def write_now(self, batch: PartitionBatch) -> None:
+        """Steps 1 and 2 for one batch, waiting; its step 3 is owed (`flush`)."""
+        self._start(batch)
+        self.settle()
+
+    def drain(self, deadline: float, max_backoff_s: float) -> bool:
+        """Write every batch and commit, waiting, until `deadline`; a transient error is
+        retried after schemas.retry's back-off, a failed batch as it is (same offsets, same
+        token). False when the deadline came first."""
+        failures = 0
+        while (left := deadline - time.monotonic()) > 0:
+            failed = self.inflight  # back first if its write fails
+            try:
+                if not self.settle(left):
+                    return False  # still inserting at the deadline
+                failed = None
+                if not self.pending:
+                    self.flush()
+                    return True
+                self._start(self.pending[0])  # stays pending until it is in flight
+                self.pending.popleft()
+            except TransientError as exc:
+                self.pending.extendleft([failed.batch] if failed else [])
+                failures += 1
+                delay = min(backoff_s(failures, max_backoff_s), deadline - time.monotonic())
+                log.warning(
+                    "transient error, retrying",
+                    extra={"error": str(exc)[:500], "retry_in_s": delay},
+                )
+                time.sleep(max(0.0, delay))
+        return False
+
+    def drop(self, keys: set[TopicPartitionKey] | None = None, wait: bool = True) -> None:
+        """Forget the pending batches and owed commits of `keys` (all when None); a write in
+        flight for one of them is left uncommitted, once it has ended when `wait`."""
+        inflight = self.inflight
+        if inflight is not None and (keys is None or inflight.batch.key in keys):
+            if wait:
+                inflight.future.exception()  # its outcome, whatever it is, is dropped
+            self.inflight = None
+        if keys is None:
+            self.pending.clear()
+            self._owed.clear()
+            return
+        self.take(keys)
         for key in keys:
             self._owed.pop(key, None)
 
-    def write_now(self, batch: PartitionBatch) -> None:
-        """All four steps, waiting; raises the transient error instead of returning it."""
-        self.start(batch)
-        if self.settle() is not None:
-            assert self.last_error is not None  # noqa: S101 - set with the failed batch
-            raise self.last_error
-        self.flush()
+    def take(self, keys: set[TopicPartitionKey]) -> list[PartitionBatch]:
+        """Remove the pending batches of `keys` and return them, in order."""
+        taken = [b for b in self.pending if b.key in keys]
+        self.pending = deque(b for b in self.pending if b.key not in keys)
+        return taken
 
-    def _commit(self, offsets: list[TopicPartition]) -> None:
-        """One synchronous commit, every partition's result checked."""
-        try:
-            results = self.consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:  # the request as a whole failed
-            where = ", ".join(f"offset {tp.offset} of partition {tp.partition}" for tp in offsets)
-            raise commit_error(offsets[0].topic, where, exc.args[0]) from exc
-        failure = commit_failure([(tp.topic, tp.partition, tp.offset, tp.error) for tp in results])
-        if failure is not None:
-            raise failure
-
-    def abandon(self) -> None:
-        """Wait for the write in flight and drop it uncommitted (stopping on an error)."""
-        if self._inflight is not None:
-            self._inflight[1].exception()
-            self._inflight = None
+    def forget(self, keys: set[TopicPartitionKey]) -> None:
+        """Partitions no longer owned: nothing of them is written or committed any more."""
+        self.drop(keys)
+        for key in keys:
+            self.committed.pop(key, None)
 
     def close(self) -> None:
-        self._worker.shutdown(wait=True)
-
-    def _observe(self, batch: PartitionBatch, written: Written, seconds: float) -> None:
-        _, high = self.consumer.get_watermark_offsets(
-            TopicPartition(batch.topic, batch.partition), cached=True
-        )
-        lag = max(0, high - batch.last_offset - 1) if high >= 0 else -1
-        m = self.metrics
-        m.rows.inc(written.rows)
-        m.dead_letters.inc(written.dead_letters)
-        m.batch_seconds.observe(seconds)
-        m.rows_per_second.set(written.rows / seconds if seconds > 0 else 0)
-        m.lag.labels(batch.topic, str(batch.partition)).set(lag)
-        log.info(
-            "batch written",
-            extra={
-                "partition": batch.partition,
-                "rows": written.rows,
-                "dead_letters": written.dead_letters,
-                "first_offset": batch.first_offset,
-                "last_offset": batch.last_offset,
-                "insert_ms": round(seconds * 1000, 1),
-                "lag": lag,
-            },
-        )
-
-
-CommitResult = tuple[str, int, int, KafkaError | None]  # topic, partition, offset, error
-
-
-def commit_failure(results: Iterable[CommitResult]) -> CdfBridgeError | None:
-    """The error of the first partition whose commit failed; None when all were committed."""
-    for topic, partition, offset, error in results:
-        if error is not None:
-            return commit_error(topic, f"offset {offset} of partition {partition}", error)
-    return None
-
-
-def commit_error(topic: str, where: str, error: KafkaError) -> CdfBridgeError:
-    """Transient when a later attempt can succeed (schemas/kafka_errors.py), else terminal."""
-    if passing(error):
-        return ServiceUnavailableError(f"committing {where} of {topic} failed: {describe(error)}")
-    return CommitRefusedError(topic, where, describe(error))
+        self._worker.shutdown(wait=True, cancel_futures=True)

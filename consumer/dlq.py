@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from consumer.errors import PoisonMessageError
 from schemas.errors import ServiceUnavailableError
@@ -36,14 +36,15 @@ class DeadLetters:
         self.sent = 0
         self._failures: list[str] = []
 
-    def send(self, message: Any, error: PoisonMessageError | str) -> None:
-        headers = [
+    def send(self, message: Message, error: PoisonMessageError | str) -> None:
+        source = str(message.topic())
+        headers: list[tuple[str, str | bytes | None]] = [
             (ERROR, str(error).encode()),
-            (SOURCE_TOPIC, message.topic().encode()),
+            (SOURCE_TOPIC, source.encode()),
             (SOURCE_PARTITION, str(message.partition()).encode()),
             (SOURCE_OFFSET, str(message.offset()).encode()),
         ]
-        topic = dlq_topic(message.topic())
+        topic = dlq_topic(source)
         self._producer.produce(
             topic,
             value=message.value(),
@@ -77,6 +78,6 @@ class DeadLetters:
                 f"{left} dead letters not acknowledged by Kafka within {timeout_s} s"
             )
 
-    def _delivered(self, error: Any, message: Any) -> None:
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
         if error is not None:
             self._failures.append(f"{message.topic()}: {error}")

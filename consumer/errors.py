@@ -6,10 +6,6 @@ from __future__ import annotations
 from schemas.errors import ServiceUnavailableError, TerminalError, TransientError
 
 
-class ClickHouseUnavailableError(ServiceUnavailableError):
-    """ClickHouse did not answer, or answered that it is overloaded: retry the same batch."""
-
-
 class RegistryUnavailableError(ServiceUnavailableError):
     """The schema registry did not answer: retry later."""
 
@@ -19,29 +15,8 @@ class NotPublishedYetError(TransientError):
     A consumer started alongside its producer waits for it."""
 
 
-class BadDataError(TerminalError):
-    """ClickHouse rejected an insert because of its data: isolate the bad messages."""
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class InsertError(TerminalError):
-    """ClickHouse refused an insert for a reason that is not the data (e.g. a dropped table)."""
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 class PoisonMessageError(TerminalError):
     """One message cannot be decoded or does not fit the table: it goes to the DLQ."""
-
-
-class SchemaMismatchError(TerminalError):
-    """The target table and the topic's value schema disagree; the message names the columns
-    and points at `cdfbridge-consumer rebuild`."""
 
 
 class CommitRefusedError(TerminalError):

@@ -11,24 +11,25 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import fastavro
+from confluent_kafka import Message
 
-from consumer.clickhouse_errors import REGISTRY_FETCH_CODES
-from consumer.errors import BadDataError, ClickHouseUnavailableError
 from consumer.registry import HEADER, Schemas, schema_id
+from schemas.clickhouse_errors import REGISTRY_FETCH_CODES, BadDataError, ClickHouseUnavailableError
 
-Poison = tuple[Any, str]  # (message, why)
-Insert = Callable[[Sequence[Any], str], None]  # (messages, dedup token)
+Poison = tuple[Message, str]  # (message, why)
+Insert = Callable[[Sequence[Message], str], None]  # (messages, dedup token)
 
 
-def undecodable(messages: Sequence[Any], schemas: Schemas) -> tuple[list[Any], list[Poison]]:
-    """Split messages into (decodable, poison) by decoding them with fastavro."""
-    good: list[Any] = []
+def undecodable(
+    messages: Sequence[Message], schemas: Schemas
+) -> tuple[list[Message], list[Poison]]:
+    """Split messages with a value into (decodable, poison) by decoding them with fastavro."""
+    good: list[Message] = []
     poison: list[Poison] = []
     for message in messages:
-        why = _why_undecodable(message.value(), schemas)
+        why = _why_undecodable(message.value() or b"", schemas)
         if why is None:
             good.append(message)
         else:
@@ -36,7 +37,7 @@ def undecodable(messages: Sequence[Any], schemas: Schemas) -> tuple[list[Any], l
     return good, poison
 
 
-def insert_isolating(messages: Sequence[Any], insert: Insert) -> list[Poison]:
+def insert_isolating(messages: Sequence[Message], insert: Insert) -> list[Poison]:
     """Insert `messages`; returns those ClickHouse refuses one by one, with its reason."""
     if not messages:
         return []
@@ -55,7 +56,7 @@ def insert_isolating(messages: Sequence[Any], insert: Insert) -> list[Poison]:
     return []
 
 
-def token(messages: Sequence[Any]) -> str:
+def token(messages: Sequence[Message]) -> str:
     first, last = messages[0], messages[-1]
     return f"{first.topic()}-{first.partition()}-{first.offset()}-{last.offset()}"
 

@@ -1,14 +1,17 @@
-"""Kafka clients as the consumer needs them."""
+"""Kafka clients as the consumer needs them: the group member's settings, offset commits
+whose every partition is checked, and the dead-letter topic."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from schemas.errors import ServiceUnavailableError
+from consumer.errors import CommitRefusedError
+from schemas.errors import CdfBridgeError, ServiceUnavailableError
+from schemas.kafka_errors import describe, passing
 from schemas.settings import MAX_MESSAGE_BYTES
 
 # A dead letter is its message plus headers naming the error and where it came from.
@@ -47,6 +50,37 @@ def consumer_config(
         # --until-caught-up when to stop.
         "enable.partition.eof": True,
     }
+
+
+def commit(consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    """One synchronous commit, every partition's result checked: a failure a later attempt
+    can get past is a ServiceUnavailableError, any other a CommitRefusedError."""
+    try:
+        results = consumer.commit(offsets=offsets, asynchronous=False)
+    except KafkaException as exc:  # the request as a whole failed
+        where = ", ".join(f"offset {tp.offset} of partition {tp.partition}" for tp in offsets)
+        raise commit_error(offsets[0].topic, where, exc.args[0]) from exc
+    failure = commit_failure([(tp.topic, tp.partition, tp.offset, tp.error) for tp in results])
+    if failure is not None:
+        raise failure
+
+
+CommitResult = tuple[str, int, int, KafkaError | None]  # topic, partition, offset, error
+
+
+def commit_failure(results: Iterable[CommitResult]) -> CdfBridgeError | None:
+    """The error of the first partition whose commit failed; None when all were committed."""
+    for topic, partition, offset, error in results:
+        if error is not None:
+            return commit_error(topic, f"offset {offset} of partition {partition}", error)
+    return None
+
+
+def commit_error(topic: str, where: str, error: KafkaError) -> CdfBridgeError:
+    """Transient when a later attempt can succeed (schemas/kafka_errors.py), else terminal."""
+    if passing(error):
+        return ServiceUnavailableError(f"committing {where} of {topic} failed: {describe(error)}")
+    return CommitRefusedError(topic, where, describe(error))
 
 
 def ensure_topic(

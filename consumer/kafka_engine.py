@@ -9,22 +9,20 @@
    consumer group, with kafka_handle_error_mode = 'stream';
 4. `<table>_kafka_mv` and `<table>_kafka_errors_mv`: materialized views moving each block
    from 3. into 1., and its unparsable messages into 2.
+
+consumer/kafka_engine_plan.py fills these in from the settings and the registry, and
+applies them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from consumer import table
-from consumer.clickhouse_errors import sorted_errors
-from consumer.registry import Schemas
-from consumer.settings import ConsumerSettings
-from consumer.sink import connect
-from consumer.table import Columns, Target, create_table_sql, current_view_sql
-from schemas.clickhouse import InputColumn, input_columns, literal, quote
-from schemas.clickhouse import columns as clickhouse_columns
+from consumer.table import Columns, create_table_sql, current_view_sql
+from schemas.clickhouse import InputColumn, literal, quote
 from schemas.settings import KafkaSettings
+from schemas.target import Target
 
 HIDDEN = "******"
 
@@ -150,66 +148,3 @@ def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:
     if source.sasl_password:
         values["kafka_sasl_password"] = source.sasl_password if reveal_secrets else HIDDEN
     return ",\n    ".join(f"{key} = {literal(value)}" for key, value in values.items())
-
-
-@dataclass(frozen=True)
-class Plan:
-    target: Target
-    columns: Columns
-    inputs: list[InputColumn]
-    order_by: list[str]
-    dedup_window: int
-    source: KafkaSource
-
-    def statements(self, reveal_secrets: bool = False) -> list[str]:
-        return statements(
-            self.target,
-            self.columns,
-            self.inputs,
-            self.order_by,
-            self.dedup_window,
-            self.source,
-            reveal_secrets,
-        )
-
-
-def plan(
-    settings: ConsumerSettings, group: str, num_consumers: int = 1, nullable_tuple: bool = True
-) -> Plan:
-    """The Kafka-engine DDL for the settings' topic and table, from the registry's schemas;
-    nullable_tuple=False for servers without Nullable(Tuple) (see `nullable_tuples`)."""
-    schemas = Schemas(settings.schema_registry.client_config())
-    topic = settings.consumer.topic
-    _, value_schema = schemas.latest_value(topic)
-    source = KafkaSource.from_settings(
-        settings.kafka, topic, group, settings.registry_url_for_clickhouse()
-    )
-    return Plan(
-        Target(settings.clickhouse.database, settings.consumer.target_table),
-        clickhouse_columns(value_schema, nullable_tuple),
-        input_columns(value_schema, nullable_tuple),
-        schemas.order_by(topic, settings.consumer.primary_key),
-        settings.consumer.deduplication_window,
-        replace(
-            source,
-            broker_list=settings.kafka_for_clickhouse(),
-            num_consumers=num_consumers,
-            max_block_rows=settings.consumer.batch_rows,
-            flush_interval_ms=int(settings.consumer.batch_seconds * 1000),
-        ),
-    )
-
-
-def nullable_tuples(settings: ConsumerSettings) -> bool:
-    """Whether the settings' ClickHouse stores Nullable(Tuple)."""
-    with sorted_errors(settings.clickhouse.url):
-        return table.nullable_tuples(connect(settings.clickhouse))
-
-
-def apply(settings: ConsumerSettings, chosen: Plan) -> None:
-    """Create (or check) the target table, then the Kafka table and its view."""
-    client = connect(settings.clickhouse)
-    with sorted_errors(settings.clickhouse.url):
-        table.ensure(client, chosen.target, chosen.columns, chosen.order_by, chosen.dedup_window)
-        for statement in chosen.statements(reveal_secrets=True)[2:]:
-            client.command(statement)

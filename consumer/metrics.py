@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,13 +12,18 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from consumer.batch import PartitionBatch, Written
+
+log = logging.getLogger(__name__)
+ROWS = "cdfbridge_consumer_rows"
+DEAD_LETTERS = "cdfbridge_consumer_dead_letters"
+RETRIES = "cdfbridge_consumer_retries"
+
 
 class Metrics:
     def __init__(self, stale_after_s: float = 60.0) -> None:
         self.registry = CollectorRegistry()
-        self.rows = Counter(
-            "cdfbridge_consumer_rows", "Rows inserted into ClickHouse", registry=self.registry
-        )
+        self.rows = Counter(ROWS, "Rows inserted into ClickHouse", registry=self.registry)
         self.rows_per_second = Gauge(
             "cdfbridge_consumer_rows_per_second",
             "Rows per second of the last batch, insert and commit included",
@@ -36,7 +42,7 @@ class Metrics:
             registry=self.registry,
         )
         self.dead_letters = Counter(
-            "cdfbridge_consumer_dead_letters",
+            DEAD_LETTERS,
             "Messages sent to the dead-letter topic",
             registry=self.registry,
         )
@@ -46,7 +52,7 @@ class Metrics:
             registry=self.registry,
         )
         self.retries = Counter(
-            "cdfbridge_consumer_retries",
+            RETRIES,
             "Batches retried after a transient error",
             registry=self.registry,
         )
@@ -55,6 +61,31 @@ class Metrics:
 
     def polled(self) -> None:
         self.last_poll = time.monotonic()
+
+    def total(self, counter: str) -> int:
+        """A counter's value (ROWS, DEAD_LETTERS, RETRIES), as a scrape reads it."""
+        return int(self.registry.get_sample_value(f"{counter}_total") or 0)
+
+    def written(self, batch: PartitionBatch, written: Written, seconds: float, high: int) -> None:
+        """A batch is in ClickHouse (`high`: its partition's end offset, -1 if unknown)."""
+        lag = max(0, high - batch.last_offset - 1) if high >= 0 else -1
+        self.rows.inc(written.rows)
+        self.dead_letters.inc(written.dead_letters)
+        self.batch_seconds.observe(seconds)
+        self.rows_per_second.set(written.rows / seconds if seconds > 0 else 0)
+        self.lag.labels(batch.topic, str(batch.partition)).set(lag)
+        log.info(
+            "batch written",
+            extra={
+                "partition": batch.partition,
+                "rows": written.rows,
+                "dead_letters": written.dead_letters,
+                "first_offset": batch.first_offset,
+                "last_offset": batch.last_offset,
+                "insert_ms": round(seconds * 1000, 1),
+                "lag": lag,
+            },
+        )
 
     def healthy(self) -> bool:
         return time.monotonic() - self.last_poll < self.stale_after_s

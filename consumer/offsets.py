@@ -79,7 +79,7 @@ def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[
         probe.close()
 
 
-def _nothing_left(probe: Any, topic: str, behind: list[PartitionOffsets]) -> set[int]:
+def _nothing_left(probe: Consumer, topic: str, behind: list[PartitionOffsets]) -> set[int]:
     """The partitions of `behind` where a read_committed read from the group's offset meets
     the end before any message."""
     undecided = {p.partition for p in behind}
@@ -92,15 +92,16 @@ def _nothing_left(probe: Any, topic: str, behind: list[PartitionOffsets]) -> set
                 f"reading partitions {sorted(undecided)} of {topic} took over {TIMEOUT_S} s"
             )
         message = probe.poll(0.5)
-        if message is None or message.partition() not in undecided:
+        partition = message.partition() if message is not None else None
+        if message is None or partition is None or partition not in undecided:
             continue
         error = message.error()
         if error is not None and error.code() != KafkaError._PARTITION_EOF:
             raise KafkaException(error)
         if error is not None:
-            at_end.add(message.partition())
-        undecided.discard(message.partition())
-        probe.pause([TopicPartition(topic, message.partition())])
+            at_end.add(partition)
+        undecided.discard(partition)
+        probe.pause([TopicPartition(topic, partition)])
     return at_end
 
 
@@ -151,7 +152,7 @@ def reset(client_config: Mapping[str, Any], group: str, offsets: list[TopicParti
         ) from exc
 
 
-def _partitions(probe: Any, topic: str) -> list[int]:
+def _partitions(probe: Consumer, topic: str) -> list[int]:
     metadata = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
     if metadata.error is not None:
         raise ConfigError(f"topic {topic}: {metadata.error}")

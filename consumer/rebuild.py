@@ -16,14 +16,15 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+
+from clickhouse_connect.driver.client import Client
 
 from consumer import table
-from consumer.clickhouse_errors import sorted_errors
 from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
-from consumer.sink import connect
-from consumer.table import Target
+from schemas.clickhouse_client import connect
+from schemas.clickhouse_errors import sorted_errors
+from schemas.target import Target, existing_columns
 
 log = logging.getLogger(__name__)
 SHADOW_SUFFIX = "__rebuild"
@@ -48,7 +49,7 @@ def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     client = connect(settings.clickhouse)
     _drop(client, shadow)  # 1.
     _catch_up(settings, shadow, group)  # 2.
-    existed = table.existing_columns(client, target) is not None
+    existed = existing_columns(client, target) is not None
     if existed:  # 3.
         client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
     else:
@@ -56,7 +57,7 @@ def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     client.command(table.current_view_sql(target))
     _catch_up(settings, target, group)  # 4.
     _drop(client, shadow)  # 5.
-    rows = int(client.command(f"SELECT count() FROM {target.name}"))  # noqa: S608 - quoted
+    rows = int(str(client.command(f"SELECT count() FROM {target.name}")))  # noqa: S608 - quoted
     log.info("rebuilt", extra={"table": target.name, "group": group, "rows": rows})
     return Rebuilt(target.name, group, rows)
 
@@ -66,6 +67,6 @@ def _catch_up(settings: ConsumerSettings, into: Target, group: str) -> None:
     Pipeline(settings.model_copy(update={"consumer": section}), until_caught_up=True).run()
 
 
-def _drop(client: Any, shadow: Target) -> None:
+def _drop(client: Client, shadow: Target) -> None:
     client.command(f"DROP VIEW IF EXISTS {shadow.current_view} SYNC")
     client.command(f"DROP TABLE IF EXISTS {shadow.name} SYNC")

@@ -1,4 +1,9 @@
-"""Value and key schemas from the registry, by id or by subject, cached, errors wrapped."""
+"""Value and key schemas from the registry, by id or by subject, cached, errors wrapped.
+
+The registry client retries a request itself (`max.retries`, `retries.wait.ms`: see
+SchemaRegistrySettings.client_config); what still fails is sorted here: not found → None,
+unreachable (its HTTP package httpx2 raising a TransportError) or 5xx → transient.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,8 @@ import json
 from typing import Any
 
 import fastavro
+import httpx2
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from consumer.errors import NotPublishedYetError, RegistryUnavailableError
@@ -85,5 +90,5 @@ class Schemas:
             if unavailable(exc):
                 raise RegistryUnavailableError(f"schema registry failed: {exc}") from exc
             raise misconfigured(exc, self.url) or refused(exc, self.url, "a look-up") from exc
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             raise RegistryUnavailableError(f"schema registry unreachable: {exc}") from exc

@@ -40,7 +40,7 @@ def messages(client_config: Mapping[str, Any], batch: PartitionBatch) -> list[Me
         reader.close()
 
 
-def _read_until(reader: Any, last_offset: int) -> list[Message]:
+def _read_until(reader: Consumer, last_offset: int) -> list[Message]:
     found: list[Message] = []
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
@@ -50,11 +50,12 @@ def _read_until(reader: Any, last_offset: int) -> list[Message]:
                 return found
             if error is not None:
                 raise KafkaException(error)
-            if message.offset() > last_offset:
+            offset = message.offset()
+            if offset is None or offset > last_offset:
                 return found
             if message.value() is not None:
                 found.append(message)
-                if message.offset() == last_offset:
+                if offset == last_offset:
                     return found
     raise ServiceUnavailableError(
         f"reading offsets up to {last_offset} again took more than {TIMEOUT_S} s"

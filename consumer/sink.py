@@ -2,7 +2,7 @@
 `FORMAT AvroConfluent`, decoded by ClickHouse through the schema registry.
 
 ClickHouse errors are sorted where they enter our code, on their class and server error
-code (consumer/clickhouse_errors.py): unreachable or overloaded → ClickHouseUnavailableError
+code (schemas/clickhouse_errors.py): unreachable or overloaded → ClickHouseUnavailableError
 (retry), bad data → BadDataError (isolate), refused credentials → ConfigError, else
 InsertError.
 """
@@ -10,35 +10,16 @@ InsertError.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-import clickhouse_connect
+from clickhouse_connect.driver.client import Client
 
-from consumer.clickhouse_errors import GATEWAY_RETRIES, sorted_errors
-from consumer.table import Target
 from schemas.clickhouse import InputColumn, literal, quote
-from schemas.settings import ClickHouseSettings
-
-__all__ = ["Sink", "connect"]
-
-
-def connect(settings: ClickHouseSettings, **kwargs: Any) -> Any:
-    """A clickhouse-connect client; unreachable → ClickHouseUnavailableError, and a 502
-    from a proxy in front of ClickHouse is raised as unreachable too."""
-    with sorted_errors(settings.url):
-        client: Any = clickhouse_connect.get_client(
-            dsn=settings.url,
-            username=settings.username,
-            password=settings.password.get_secret_value(),
-            database=settings.database,
-            **kwargs,
-        )
-    client.http_retries = GATEWAY_RETRIES
-    return client
+from schemas.clickhouse_errors import sorted_errors
+from schemas.target import Target
 
 
 class Sink:
-    def __init__(self, client: Any, target: Target, registry_url: str) -> None:
+    def __init__(self, client: Client, target: Target, registry_url: str) -> None:
         self.client = client
         self.target = target
         self.registry_url = registry_url

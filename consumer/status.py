@@ -5,15 +5,16 @@ after the group's offset, even though commit markers follow it (consumer/offsets
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from consumer import offsets, table
-from consumer.clickhouse_errors import sorted_errors
+from clickhouse_connect.driver.client import Client
+
+from consumer import offsets
 from consumer.settings import ConsumerSettings
-from consumer.sink import connect
-from consumer.table import Target
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
+from schemas.clickhouse_client import connect
+from schemas.clickhouse_errors import sorted_errors
+from schemas.target import Target, existing_columns
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,13 @@ def status(settings: ConsumerSettings) -> Status:
     client = connect(settings.clickhouse)
     rows = current = version = None
     with sorted_errors(settings.clickhouse.url):
-        if table.existing_columns(client, target) is not None:
+        if existing_columns(client, target) is not None:
             rows, version = _counts(client, target)
-            current = int(client.command(f"SELECT count() FROM {target.current_view}"))  # noqa: S608
+            current = int(str(client.command(f"SELECT count() FROM {target.current_view}")))  # noqa: S608
     return Status(c.group, c.topic, found, target.name, rows, current, version)
 
 
-def _counts(client: Any, target: Target) -> tuple[int, int | None]:
+def _counts(client: Client, target: Target) -> tuple[int, int | None]:
     query = f"SELECT count(), max({quote(COMMIT_VERSION)}) FROM {target.name}"  # noqa: S608
     [(rows, version)] = client.query(query).result_rows
     return int(rows), (int(version) if rows else None)

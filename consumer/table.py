@@ -10,32 +10,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from consumer.errors import SchemaMismatchError
+from clickhouse_connect.driver.client import Client
+
 from schemas.changes import IS_DELETED, IS_DELETED_SQL, VERSION, VERSION_SQL
 from schemas.clickhouse import quote
+from schemas.target import REBUILD_HINT, SchemaMismatchError, Target, existing_columns
+
+# Target and existing_columns live in schemas/ (cdfbridge-verify reads the same table); they
+# are named here too, with what this module does to the table.
+__all__ = [
+    "Columns",
+    "Target",
+    "add_columns_sql",
+    "additions",
+    "check_engine",
+    "create_table_sql",
+    "current_view_sql",
+    "ensure",
+    "existing_columns",
+    "nullable_tuples",
+]
 
 Columns = Sequence[tuple[str, str]]
-REBUILD_HINT = "rebuild the table from the topic: cdfbridge-consumer rebuild"
-
-
-@dataclass(frozen=True)
-class Target:
-    database: str
-    table: str
-
-    @property
-    def name(self) -> str:
-        return f"{quote(self.database)}.{quote(self.table)}"
-
-    @property
-    def current_view(self) -> str:
-        return f"{quote(self.database)}.{quote(self.table + '_current')}"
-
-    def renamed(self, table: str) -> Target:
-        return Target(self.database, table)
 
 
 def create_table_sql(
@@ -59,24 +56,6 @@ def current_view_sql(target: Target) -> str:
         f"CREATE OR REPLACE VIEW {target.current_view} AS "  # noqa: S608 - quoted names
         f"SELECT * FROM {target.name} FINAL WHERE {quote(IS_DELETED)} = 0"
     )
-
-
-def existing_columns(client: Any, target: Target) -> dict[str, str] | None:
-    """Ordinary columns of the table (name → type), or None when it does not exist."""
-    rows = client.query(
-        "SELECT name, type, default_kind FROM system.columns "
-        "WHERE database = {db:String} AND table = {t:String} ORDER BY position",
-        parameters={"db": target.database, "t": target.table},
-    ).result_rows
-    if not rows:
-        return None
-    derived = {name for name, _, kind in rows if kind == "MATERIALIZED"}
-    if {VERSION, IS_DELETED} - derived:
-        raise SchemaMismatchError(
-            f"table {target.name} has no MATERIALIZED {VERSION} and {IS_DELETED} columns, so it "
-            f"is not a cdfbridge table: drop it, or set another table, or {REBUILD_HINT}"
-        )
-    return {name: kind for name, kind, default in rows if default != "MATERIALIZED"}
 
 
 def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list[tuple[str, str]]:
@@ -110,7 +89,7 @@ def add_columns_sql(target: Target, new: Columns) -> str:
 
 
 def ensure(
-    client: Any, target: Target, columns: Columns, order_by: Sequence[str], dedup_window: int
+    client: Client, target: Target, columns: Columns, order_by: Sequence[str], dedup_window: int
 ) -> list[tuple[str, str]]:
     """Create the table and view when missing, else check them and add new columns.
     Returns the columns added."""
@@ -127,7 +106,7 @@ def ensure(
     return new
 
 
-def check_engine(client: Any, target: Target, dedup_window: int) -> None:
+def check_engine(client: Client, target: Target, dedup_window: int) -> None:
     """An existing table must be a ReplacingMergeTree; one without an insert deduplication
     window gets one, or a retried insert would double its rows."""
     [(engine, full)] = client.query(
@@ -148,13 +127,13 @@ def check_engine(client: Any, target: Target, dedup_window: int) -> None:
         )
 
 
-def nullable_tuples(client: Any) -> bool:
+def nullable_tuples(client: Client) -> bool:
     """Whether the server stores Nullable(Tuple) (`enable_nullable_tuple_type`, 26.x)."""
     found = client.command(
         "SELECT count() FROM system.settings "
         "WHERE name = 'enable_nullable_tuple_type' AND value = '1'"
     )
-    return bool(int(found))
+    return bool(int(str(found)))
 
 
 def _older(kind: str) -> str:

@@ -1,38 +1,33 @@
 """Write one partition batch to ClickHouse: evolve the table, insert, isolate poison.
 
-No per-row Python bytecode on the happy path: the batch already holds the values, their
-5-byte headers (to spot new schema ids) are gathered with map(); ClickHouse decodes the
-Avro.
+This is step 2 of the commit path (consumer/commit.py), run on its worker thread: when
+`write` returns, the batch is in ClickHouse and its poison messages are in the dead-letter
+topic, acknowledged by Kafka. No per-row Python bytecode on the happy path: the batch
+already holds the values, their 5-byte headers (to spot new schema ids) are gathered with
+map(); ClickHouse decodes the Avro.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
 from consumer import isolate, reread, table
-from consumer.batch import PartitionBatch
-from consumer.clickhouse_errors import sorted_errors
+from consumer.batch import PartitionBatch, Written
 from consumer.dlq import DeadLetters
-from consumer.errors import BadDataError
 from consumer.registry import HEADER, Schemas, schema_id
 from consumer.settings import ConsumerSettings
-from consumer.sink import Sink, connect
-from consumer.table import Target
+from consumer.sink import Sink
 from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
+from schemas.clickhouse_client import connect
+from schemas.clickhouse_errors import BadDataError, sorted_errors
+from schemas.target import Target
 
 log = logging.getLogger(__name__)
 _HEADER = itemgetter(slice(0, HEADER))  # magic byte and schema id of a value
-
-
-@dataclass(frozen=True)
-class Written:
-    rows: int
-    dead_letters: int
 
 
 class BatchWriter:
@@ -96,6 +91,8 @@ class BatchWriter:
         return list(self.inputs.values())
 
     def write(self, batch: PartitionBatch) -> Written:
+        """Insert the batch as one block with its dedup token; a block ClickHouse refuses
+        for its data is split to find the poison, which is dead-lettered."""
         values = batch.values()
         if not values:
             return Written(0, 0)
@@ -130,8 +127,13 @@ class BatchWriter:
         good, poison = isolate.undecodable(messages, self.schemas)
         poison += isolate.insert_isolating(
             good,
-            lambda part, token: self.sink.insert([m.value() for m in part], self.columns, token),
+            # Read again with their values only (reread.messages).
+            lambda part, token: self.sink.insert(
+                [m.value() or b"" for m in part], self.columns, token
+            ),
         )
         for message, why in poison:
             self.dead_letters.send(message, why)
+        if poison:
+            self.dead_letters.flush()  # acknowledged before the offsets may pass them
         return Written(len(messages) - len(poison), len(poison))

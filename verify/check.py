@@ -15,12 +15,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from consumer import table
-from consumer.sink import connect
-from consumer.table import Target
 from schemas.changes import METADATA_COLUMNS
 from schemas.clickhouse import quote
+from schemas.clickhouse_client import connect
 from schemas.progress import Progress
+from schemas.target import Target, existing_columns
 from verify import canonical, compare, snapshot
 from verify.canonical import split_type
 from verify.errors import NothingToCompareError
@@ -91,7 +90,7 @@ def _published(settings: VerifySettings) -> int:
 
 
 def _target_columns(client: Any, target: Target) -> list[tuple[str, str]]:
-    existing = table.existing_columns(client, target)
+    existing = existing_columns(client, target)
     if existing is None:
         raise NothingToCompareError(
             f"no ClickHouse table {target.name}: run the consumer first, or pass "

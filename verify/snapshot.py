@@ -17,8 +17,8 @@ import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from consumer.table import Target
 from schemas.clickhouse import quote
+from schemas.target import Target
 from verify import routes
 from verify.errors import NothingToCompareError
 from verify.routes import Route

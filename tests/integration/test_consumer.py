@@ -161,7 +161,7 @@ def test_table_is_created_with_faithful_types_and_key_from_the_key_schema(
 def test_existing_table_that_differs_is_refused_naming_the_columns(
     endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
 ) -> None:
-    from consumer.errors import SchemaMismatchError
+    from schemas.target import SchemaMismatchError
 
     topic = topic_factory(partitions=1)
     Changes(endpoints, topic).send([order(1)], "insert", 1)

@@ -11,9 +11,13 @@ from urllib.parse import urlsplit
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
-from consumer.clickhouse_errors import classify
-from consumer.errors import BadDataError, ClickHouseUnavailableError, InsertError
-from consumer.sink import connect
+from schemas.clickhouse_client import connect
+from schemas.clickhouse_errors import (
+    BadDataError,
+    ClickHouseUnavailableError,
+    InsertError,
+    classify,
+)
 from schemas.errors import ConfigError
 from schemas.settings import ClickHouseSettings
 from tests.endpoints import Endpoints

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
-from consumer.batch import PartitionBatch
-from consumer.commit import Committer
+from consumer.batch import PartitionBatch, Written
+from consumer.commit import CommitQueue
 from consumer.errors import CommitRefusedError
+from consumer.kafka import commit
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 
@@ -41,11 +42,13 @@ def consumer_of(endpoints: Endpoints) -> Iterator[Callable[..., Any]]:
 def step_one(consumer: Any, topic: str, partition: int) -> None:
     """Step 1 of a batch: the intent commit, before anything is written."""
     batch = PartitionBatch(topic, partition, first_offset=0, last_offset=0, payloads=[b"x"])
-    committer = Committer(consumer, writer=None, dead_letters=None, metrics=None)  # type: ignore[arg-type]
+    queue = CommitQueue(
+        lambda _: Written(1, 0), lambda offsets: commit(consumer, offsets), lambda *_: None
+    )
     try:
-        committer.start(batch)
+        queue.write_now(batch)
     finally:
-        committer.close()
+        queue.close()
 
 
 def test_commit_to_a_partition_that_does_not_exist_stops_naming_it(

@@ -9,9 +9,10 @@ import fastavro
 import pytest
 from confluent_kafka import Consumer
 
-from consumer.errors import SchemaMismatchError
 from consumer.loop import Pipeline
+from consumer.metrics import DEAD_LETTERS
 from schemas.naming import dlq_topic
+from schemas.target import SchemaMismatchError
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     COMMITTED_AT,
@@ -95,7 +96,7 @@ def test_poison_messages_go_to_the_dlq_and_the_rest_is_inserted(
     assert b"unknown schema id" in headers[1]["cdfbridge.error"]
     assert b"does not fit the table" in headers[2]["cdfbridge.error"]
     assert letters[0].value() == b"not avro at all"
-    assert pipeline.metrics.dead_letters._value.get() == 3
+    assert pipeline.metrics.total(DEAD_LETTERS) == 3
 
 
 def test_new_nullable_field_adds_a_column_before_the_insert(

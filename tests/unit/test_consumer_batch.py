@@ -13,9 +13,9 @@ def message(partition: int, offset: int, value: bytes | None = b"v") -> KafkaMes
 def test_batch_closes_at_the_row_limit_per_partition() -> None:
     batcher = Batcher(Limits(rows=2))
 
-    assert batcher.add(message(0, 10)) == []
-    assert batcher.add(message(1, 5)) == []
-    [done] = batcher.add(message(0, 11))
+    assert batcher.extend([message(0, 10)]) == []
+    assert batcher.extend([message(1, 5)]) == []
+    [done] = batcher.extend([message(0, 11)])
 
     assert (done.partition, done.first_offset, done.last_offset) == (0, 10, 11)
     assert done.dedup_token == "t-0-10-11"  # noqa: S105 - not a password
@@ -25,17 +25,17 @@ def test_batch_closes_at_the_row_limit_per_partition() -> None:
 def test_batch_closes_at_the_byte_limit() -> None:
     batcher = Batcher(Limits(nbytes=10))
 
-    assert batcher.add(message(0, 0, b"12345")) == []
-    [done] = batcher.add(message(0, 1, b"67890"))
+    assert batcher.extend([message(0, 0, b"12345")]) == []
+    [done] = batcher.extend([message(0, 1, b"67890")])
 
     assert done.values() == [b"12345", b"67890"]
 
 
 def test_batch_is_due_after_its_age_limit() -> None:
     batcher = Batcher(Limits(seconds=5))
-    batcher.add(message(0, 0))
+    batcher.extend([message(0, 0)])
     started = batcher.close()[0].started
-    batcher.add(message(0, 1))
+    batcher.extend([message(0, 1)])
 
     assert batcher.due(now=started + 1) == []
     [done] = batcher.due(now=started + 3600)
@@ -44,8 +44,8 @@ def test_batch_is_due_after_its_age_limit() -> None:
 
 def test_tombstones_move_the_offsets_but_are_not_inserted() -> None:
     batcher = Batcher(Limits())
-    batcher.add(message(0, 0))
-    batcher.add(message(0, 1, None))
+    batcher.extend([message(0, 0)])
+    batcher.extend([message(0, 1, None)])
 
     [done] = batcher.close()
 
@@ -56,10 +56,10 @@ def test_recorded_batch_end_cuts_the_first_batch_after_a_restart() -> None:
     batcher = Batcher(Limits(rows=100))
     batcher.cut_at(("t", 0), 2)
 
-    batcher.add(message(0, 0))
-    batcher.add(message(0, 1))
-    [done] = batcher.add(message(0, 2))
-    batcher.add(message(0, 3))
+    batcher.extend([message(0, 0)])
+    batcher.extend([message(0, 1)])
+    [done] = batcher.extend([message(0, 2)])
+    batcher.extend([message(0, 3)])
 
     assert (done.first_offset, done.last_offset) == (0, 2)
     assert batcher.due(now=float("inf"))[0].first_offset == 3
@@ -68,9 +68,9 @@ def test_recorded_batch_end_cuts_the_first_batch_after_a_restart() -> None:
 def test_missing_recorded_end_cuts_before_the_next_offset() -> None:
     batcher = Batcher(Limits(rows=100))
     batcher.cut_at(("t", 0), 5)
-    batcher.add(message(0, 4))
+    batcher.extend([message(0, 4)])
 
-    [done] = batcher.add(message(0, 7))
+    [done] = batcher.extend([message(0, 7)])
 
     assert (done.first_offset, done.last_offset) == (4, 4)
 
@@ -86,13 +86,13 @@ def test_a_chunk_is_split_at_the_row_limit() -> None:
         (1, 0, 2),
         (1, 3, 5),
     ]
-    assert sorted(key for key, _ in batcher.open_keys()) == [("t", 0), ("t", 1)]
+    assert sorted(b.key for b in batcher.close()) == [("t", 0), ("t", 1)]
 
 
 def test_lost_partitions_are_dropped() -> None:
     batcher = Batcher(Limits())
-    batcher.add(message(0, 0))
-    batcher.add(message(1, 0))
+    batcher.extend([message(0, 0)])
+    batcher.extend([message(1, 0)])
 
     assert batcher.drop([("t", 0)]) == 1
     assert [b.partition for b in batcher.close()] == [1]

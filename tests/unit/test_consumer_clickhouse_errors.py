@@ -4,8 +4,12 @@ text: a code mentioned in a message, or an HTTP status in it, decides nothing.""
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
-from consumer.clickhouse_errors import classify
-from consumer.errors import BadDataError, ClickHouseUnavailableError, InsertError
+from schemas.clickhouse_errors import (
+    BadDataError,
+    ClickHouseUnavailableError,
+    InsertError,
+    classify,
+)
 from schemas.errors import ConfigError
 
 

@@ -1,27 +1,17 @@
 """Isolating the messages ClickHouse refuses: bisection down to single messages."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
+from confluent_kafka import Message as KafkaMessage
 
-from consumer.errors import BadDataError, ClickHouseUnavailableError
 from consumer.isolate import insert_isolating
+from schemas.clickhouse_errors import BadDataError, ClickHouseUnavailableError
 
 
-@dataclass(frozen=True)
-class Message:
-    _offset: int
-
-    def topic(self) -> str:
-        return "t"
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
+def Message(offset: int) -> KafkaMessage:  # noqa: N802 - reads as the type it makes
+    """A confluent_kafka.Message of partition 0 of topic `t`."""
+    return KafkaMessage(topic="t", partition=0, offset=offset, value=b"v")
 
 
 class Table:
@@ -33,10 +23,10 @@ class Table:
         self.rows: list[int] = []
         self.tokens: list[str] = []
 
-    def insert(self, messages: Sequence[Any], token: str) -> None:
+    def insert(self, messages: Sequence[KafkaMessage], token: str) -> None:
         if any(m.offset() in self.bad for m in messages):
             raise BadDataError("does not fit", self.code)
-        self.rows += [m.offset() for m in messages]
+        self.rows += [m.offset() or 0 for m in messages]
         self.tokens.append(token)
 
 

@@ -1,8 +1,8 @@
 """Kafka-engine DDL text, without a server."""
 
 from consumer.kafka_engine import HIDDEN, KafkaSource, statements
-from consumer.table import Target
 from schemas.clickhouse import InputColumn
+from schemas.target import Target
 
 SOURCE = KafkaSource(
     "kafka:9092",

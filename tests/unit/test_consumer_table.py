@@ -2,9 +2,9 @@
 
 import pytest
 
-from consumer.errors import SchemaMismatchError
-from consumer.table import Target, add_columns_sql, additions, create_table_sql, current_view_sql
+from consumer.table import add_columns_sql, additions, create_table_sql, current_view_sql
 from schemas.changes import IS_DELETED_SQL, VERSION_SQL
+from schemas.target import SchemaMismatchError, Target
 
 TARGET = Target("db", "odd`name")
 

@@ -1,4 +1,5 @@
-"""ClickHouse's errors sorted on clickhouse-connect's structured fields, never on their text.
+"""ClickHouse's errors sorted on clickhouse-connect's structured fields, never on their text,
+wherever cdfbridge calls it (the consumer's inserts and table set-up, cdfbridge-verify).
 
 - `OperationalError`: no answer, or HTTP 429, 503 or 504 (clickhouse-connect raises those
   as OperationalError), or 502 from a proxy in front of ClickHouse (`GATEWAY_RETRIES` makes
@@ -18,8 +19,7 @@ from contextlib import contextmanager
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 from urllib3.util.retry import Retry
 
-from consumer.errors import BadDataError, ClickHouseUnavailableError, InsertError
-from schemas.errors import CdfBridgeError, ConfigError
+from schemas.errors import CdfBridgeError, ConfigError, ServiceUnavailableError, TerminalError
 
 # Server error codes that a retry of the same insert can get past.
 TRANSIENT_CODES = frozenset({159, 164, 202, 203, 209, 210, 241, 242, 252, 425, 999})
@@ -36,6 +36,26 @@ GATEWAY_RETRIES = Retry(
     total=1, read=0, status=0, status_forcelist=(502,), allowed_methods=None, raise_on_status=True
 )
 CREDENTIALS = "CDFBRIDGE_CLICKHOUSE__USERNAME and __PASSWORD"
+
+
+class ClickHouseUnavailableError(ServiceUnavailableError):
+    """ClickHouse did not answer, or answered that it is overloaded: retry later."""
+
+
+class BadDataError(TerminalError):
+    """ClickHouse rejected an insert because of its data: isolate the bad messages."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class InsertError(TerminalError):
+    """ClickHouse refused an insert for a reason that is not the data (e.g. a dropped table)."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def classify(exc: DatabaseError, url: str | None = None) -> CdfBridgeError:

@@ -1,0 +1,82 @@
+"""The Kafka-engine DDL (consumer/kafka_engine.py) for the settings' topic and table: its
+columns from the registry's latest value schema, its blocks cut like the consumer's batches,
+and applied to ClickHouse after the target table is created or checked as the consumer does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from consumer import table
+from consumer.kafka_engine import KafkaSource, statements
+from consumer.registry import Schemas
+from consumer.settings import ConsumerSettings
+from consumer.table import Columns
+from schemas.clickhouse import InputColumn, input_columns
+from schemas.clickhouse import columns as clickhouse_columns
+from schemas.clickhouse_client import connect
+from schemas.clickhouse_errors import sorted_errors
+from schemas.target import Target
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: Target
+    columns: Columns
+    inputs: list[InputColumn]
+    order_by: list[str]
+    dedup_window: int
+    source: KafkaSource
+
+    def statements(self, reveal_secrets: bool = False) -> list[str]:
+        return statements(
+            self.target,
+            self.columns,
+            self.inputs,
+            self.order_by,
+            self.dedup_window,
+            self.source,
+            reveal_secrets,
+        )
+
+
+def plan(
+    settings: ConsumerSettings, group: str, num_consumers: int = 1, nullable_tuple: bool = True
+) -> Plan:
+    """The Kafka-engine DDL for the settings' topic and table, from the registry's schemas;
+    nullable_tuple=False for servers without Nullable(Tuple) (see `nullable_tuples`)."""
+    schemas = Schemas(settings.schema_registry.client_config())
+    topic = settings.consumer.topic
+    _, value_schema = schemas.latest_value(topic)
+    source = KafkaSource.from_settings(
+        settings.kafka, topic, group, settings.registry_url_for_clickhouse()
+    )
+    return Plan(
+        Target(settings.clickhouse.database, settings.consumer.target_table),
+        clickhouse_columns(value_schema, nullable_tuple),
+        input_columns(value_schema, nullable_tuple),
+        schemas.order_by(topic, settings.consumer.primary_key),
+        settings.consumer.deduplication_window,
+        replace(
+            source,
+            broker_list=settings.kafka_for_clickhouse(),
+            num_consumers=num_consumers,
+            max_block_rows=settings.consumer.batch_rows,
+            flush_interval_ms=int(settings.consumer.batch_seconds * 1000),
+        ),
+    )
+
+
+def nullable_tuples(settings: ConsumerSettings) -> bool:
+    """Whether the settings' ClickHouse stores Nullable(Tuple)."""
+    with sorted_errors(settings.clickhouse.url):
+        return table.nullable_tuples(connect(settings.clickhouse))
+
+
+def apply(settings: ConsumerSettings, chosen: Plan) -> None:
+    """Create (or check) the target table, then the Kafka table and its view."""
+    client = connect(settings.clickhouse)
+    with sorted_errors(settings.clickhouse.url):
+        table.ensure(client, chosen.target, chosen.columns, chosen.order_by, chosen.dedup_window)
+        for statement in chosen.statements(reveal_secrets=True)[2:]:
+            client.command(statement)

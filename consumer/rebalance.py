@@ -1,0 +1,54 @@
+"""The group's rebalance callbacks, served by librdkafka inside consume() and close().
+
+Cooperative-sticky assignment moves only the partitions that change owner:
+- assigned: each starts at the offset its group committed (else the earliest), read here
+  and handed to librdkafka, which spares it a second look-up (and its 100 ms wait before
+  resetting a partition without one); a recorded batch end is cut at again;
+- revoked: what was read of them is written and committed before they go;
+- lost (this member was dropped from the group, e.g. frozen past the session timeout):
+  their buffers are dropped unwritten, since another member may already read them.
+What happens to the batches is up to `Uncommitted` (consumer/uncommitted.py).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from confluent_kafka import Consumer, TopicPartition
+
+from consumer.uncommitted import Keys, Uncommitted
+
+log = logging.getLogger(__name__)
+TIMEOUT_S = 30
+
+
+class Rebalance:
+    """Registered when subscribing; `owner` is set once the member can write (start-up, in
+    consumer/startup.py, joins the group before that)."""
+
+    def __init__(self) -> None:
+        self.owner: Uncommitted | None = None
+
+    def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self.owner is None:  # closed by start-up before any read: nothing to start
+            return
+        committed = consumer.committed(partitions, timeout=TIMEOUT_S)
+        consumer.incremental_assign(self.owner.assign(committed))
+        log.info("assigned", extra={"partitions": _numbers(partitions)})
+
+    def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self.owner is not None:
+            self.owner.revoke(_keys(partitions))
+        log.info("revoked", extra={"partitions": _numbers(partitions)})
+
+    def on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        dropped = self.owner.lose(_keys(partitions)) if self.owner is not None else 0
+        log.warning("partitions lost, buffers dropped", extra={"rows": dropped})
+
+
+def _keys(partitions: list[TopicPartition]) -> Keys:
+    return {(tp.topic, tp.partition) for tp in partitions}
+
+
+def _numbers(partitions: list[TopicPartition]) -> list[int]:
+    return sorted(tp.partition for tp in partitions)
