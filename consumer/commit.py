@@ -1,6 +1,7 @@
 """The commit path: each closed batch is written to ClickHouse, then its offsets are
 committed, in the numbered steps of `CommitQueue`. It holds a batch from its cut until its
-commit (pending, in flight, owed), for consumer/uncommitted.py, which owns it.
+commit (pending, in flight, then owed in consumer/positions.py), for consumer/uncommitted.py,
+which owns it.
 
 One write is in flight at a time, on a worker thread, so Kafka keeps being read while
 ClickHouse inserts; the next write starts only after the previous one is settled, which
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from confluent_kafka import TopicPartition
 
 from consumer.batch import INTENT, PartitionBatch, TopicPartitionKey, Written
+from consumer.positions import Commit, Positions
 from schemas.errors import TransientError
 from schemas.retry import backoff_s
 
@@ -29,7 +31,6 @@ log = logging.getLogger(__name__)
 QUEUED = 4
 
 Write = Callable[[PartitionBatch], Written]  # step 2: BatchWriter.write
-Commit = Callable[[list[TopicPartition]], None]  # one synchronous offset commit (kafka.py)
 OnWritten = Callable[[PartitionBatch, Written, float], None]  # batch, what it stored, seconds
 
 
@@ -50,7 +51,7 @@ class CommitQueue:
     2. Insert the batch into ClickHouse as one block with that token, on the worker
        (`write` adds new optional columns first, and dead-letters messages that do not decode
        or fit, returning once Kafka has acknowledged them).
-    3. Only now commit offset last+1 (`_settle`): every message up to it is in ClickHouse or
+    3. Only now commit offset last+1 (`settle`): every message up to it is in ClickHouse or
        the DLQ. While batches queue up, it goes out with the next batch's step 1, one request
        for both; otherwise `flush` sends it.
 
@@ -60,14 +61,11 @@ class CommitQueue:
     def __init__(
         self, write: Write, commit: Commit, on_written: OnWritten, queued: int = QUEUED
     ) -> None:
-        self.write, self.commit, self.on_written = write, commit, on_written
+        self.write, self.on_written = write, on_written
         self.queued = queued
         self.pending: deque[PartitionBatch] = deque()
         self.inflight: InFlight | None = None
-        self._owed: dict[TopicPartitionKey, TopicPartition] = {}  # commits not sent yet
-        # Where the group's offsets stand, per partition this member owns: what a rewind
-        # reads again from.
-        self.committed: dict[TopicPartitionKey, TopicPartition] = {}
+        self.positions = Positions(commit)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
 
     @property
@@ -77,20 +75,17 @@ class CommitQueue:
     def submit(self, batches: list[PartitionBatch]) -> None:
         self.pending += batches
 
-    def track(self, committed: Iterable[TopicPartition]) -> None:
-        """Newly assigned partitions, at the offsets their group committed (with metadata)."""
-        self.committed.update(((tp.topic, tp.partition), tp) for tp in committed)
-
     def _start(self, batch: PartitionBatch) -> None:
         """Steps 1 and 2; `settle` comes before the next batch's."""
         assert self.inflight is None  # noqa: S101 - one write at a time keeps the order
-        # 1. At the batch's first offset, which covers a step 3 owed for the partition.
+        # 1. At the batch's first offset: it stands in for a step 3 owed for the partition.
         end = f"{INTENT}{batch.last_offset}"
-        self._owed[batch.key] = TopicPartition(
-            batch.topic, batch.partition, batch.first_offset, metadata=end
+        self.positions.owe(
+            TopicPartition(batch.topic, batch.partition, batch.first_offset, metadata=end)
         )
         self.flush()
-        future = self._worker.submit(self.write, batch)  # 2.
+        # 2. On the worker, while Kafka is read on.
+        future = self._worker.submit(self.write, batch)
         self.inflight = InFlight(batch, future, time.monotonic())
 
     def settle(self, timeout_s: float | None = None) -> bool:
@@ -104,17 +99,14 @@ class CommitQueue:
             return False
         self.inflight = None
         written = future.result()
-        self._owed[batch.key] = TopicPartition(batch.topic, batch.partition, batch.last_offset + 1)
-        self.on_written(batch, written, time.monotonic() - started)  # 3., owed
+        # 3. Owed: it goes out with the next batch's step 1, or with `flush`.
+        self.positions.owe(TopicPartition(batch.topic, batch.partition, batch.last_offset + 1))
+        self.on_written(batch, written, time.monotonic() - started)
         return True
 
     def flush(self) -> None:
-        """Send the owed commits in one request. On a transient error they stay owed."""
-        if self._owed:
-            offsets = list(self._owed.values())
-            self.commit(offsets)
-            self._owed.clear()
-            self.committed.update(((tp.topic, tp.partition), tp) for tp in offsets)
+        """Send the owed commits (step 3, and step 1 from `_start`) in one request."""
+        self.positions.flush()
 
     def advance(self) -> int:
         """Settle the write in flight if it is done, and start the next pending batch; with
@@ -135,6 +127,24 @@ class CommitQueue:
         """Steps 1 and 2 for one batch, waiting; its step 3 is owed (`flush`)."""
         self._start(batch)
         self.settle()
+
+    def write_through(self, batches: list[PartitionBatch]) -> None:
+        """Steps 1–3 for each batch, waiting (those of partitions being revoked); after a
+        transient error, the partition's later batches are skipped: no commit passes an
+        unwritten batch, and its next owner reads them again."""
+        broken: set[TopicPartitionKey] = set()
+        for batch in batches:
+            if batch.key in broken:
+                continue
+            try:
+                self.write_now(batch)
+            except TransientError as exc:
+                broken.add(batch.key)
+                log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
+        try:
+            self.flush()
+        except TransientError as exc:
+            log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
 
     def drain(self, deadline: float, max_backoff_s: float) -> bool:
         """Write every batch and commit, waiting, until `deadline`; a transient error is
@@ -171,13 +181,11 @@ class CommitQueue:
             if wait:
                 inflight.future.exception()  # its outcome, whatever it is, is dropped
             self.inflight = None
+        self.positions.drop(keys)
         if keys is None:
             self.pending.clear()
-            self._owed.clear()
-            return
-        self.take(keys)
-        for key in keys:
-            self._owed.pop(key, None)
+        else:
+            self.take(keys)
 
     def take(self, keys: set[TopicPartitionKey]) -> list[PartitionBatch]:
         """Remove the pending batches of `keys` and return them, in order."""
@@ -188,8 +196,7 @@ class CommitQueue:
     def forget(self, keys: set[TopicPartitionKey]) -> None:
         """Partitions no longer owned: nothing of them is written or committed any more."""
         self.drop(keys)
-        for key in keys:
-            self.committed.pop(key, None)
+        self.positions.forget(keys)
 
     def close(self) -> None:
         self._worker.shutdown(wait=True, cancel_futures=True)

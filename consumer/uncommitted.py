@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
-from consumer.batch import Batcher, PartitionBatch, TopicPartitionKey, recorded_end
+from consumer.batch import Batcher, TopicPartitionKey, recorded_end
 from consumer.commit import CommitQueue
 from schemas.errors import TransientError
 
@@ -58,7 +58,7 @@ class Uncommitted:
 
     @property
     def assigned(self) -> Keys:
-        return set(self.queue.committed)
+        return set(self.queue.positions.committed)
 
     @property
     def busy(self) -> bool:
@@ -70,7 +70,7 @@ class Uncommitted:
     def assign(self, committed: list[TopicPartition]) -> list[TopicPartition]:
         """Newly assigned partitions, at the offsets their group committed; returns where
         each starts reading (there, else at the earliest)."""
-        self.queue.track(committed)
+        self.queue.positions.track(committed)
         return [self._restart(tp) for tp in committed]
 
     def add(self, messages: list[Message]) -> None:
@@ -114,7 +114,7 @@ class Uncommitted:
                 self._fail(exc)
                 log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
             else:
-                self._write_through(self.queue.take(keys) + self.batcher.close(list(keys)))
+                self.queue.write_through(self.queue.take(keys) + self.batcher.close(list(keys)))
         self._forget(keys)
 
     def lose(self, keys: Keys) -> int:
@@ -143,23 +143,6 @@ class Uncommitted:
     def close(self) -> None:
         self.queue.close()
 
-    def _write_through(self, batches: list[PartitionBatch]) -> None:
-        """Steps 1–3 for each batch, waiting; a later batch of a partition whose write
-        failed is skipped, so no commit passes an unwritten batch."""
-        broken: Keys = set()
-        for batch in batches:
-            if batch.key in broken:
-                continue
-            try:
-                self.queue.write_now(batch)
-            except TransientError as exc:
-                broken.add(batch.key)
-                log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
-        try:
-            self.queue.flush()
-        except TransientError as exc:
-            log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
-
     def _fail(self, error: TransientError) -> None:
         """A write or a commit failed: everything read is dropped until `poll` rewinds."""
         self._failure = error
@@ -169,7 +152,7 @@ class Uncommitted:
 
     def _rewind(self) -> Outcome:
         failed, self._failure = self._failure, None
-        starts = [self._restart(tp) for tp in self.queue.committed.values()]
+        starts = [self._restart(tp) for tp in self.queue.positions.committed.values()]
         return Outcome(failed=failed, rewind=starts)
 
     def _restart(self, committed: TopicPartition) -> TopicPartition:
