@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -23,17 +23,10 @@ log = logging.getLogger(__name__)
 
 
 class Backpressure:
-    def __init__(
-        self,
-        consumer: Consumer,
-        max_backoff_s: float,
-        metrics: Metrics,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, consumer: Consumer, max_backoff_s: float, metrics: Metrics) -> None:
         self.consumer = consumer
         self.max_backoff_s = max_backoff_s
         self.metrics = metrics
-        self.clock = clock
         self.failures = 0  # in a row
         self._until: float | None = None  # paused until then
 
@@ -49,14 +42,14 @@ class Backpressure:
         self.consumer.pause(self.consumer.assignment())
         for start in rewind:
             self.consumer.seek(start)
-        self._until = self.clock() + delay
+        self._until = time.monotonic() + delay
         return delay
 
     def waiting(self) -> bool:
         """True while backing off; once the delay is over, the partitions resume."""
         if self._until is None:
             return False
-        if self.clock() < self._until:
+        if time.monotonic() < self._until:
             return True
         self.consumer.resume(self.consumer.assignment())
         self._until = None

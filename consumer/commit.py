@@ -58,11 +58,8 @@ class CommitQueue:
     A TransientError of any step is raised to the caller, with the offsets where they were.
     """
 
-    def __init__(
-        self, write: Write, commit: Commit, on_written: OnWritten, queued: int = QUEUED
-    ) -> None:
+    def __init__(self, write: Write, commit: Commit, on_written: OnWritten) -> None:
         self.write, self.on_written = write, on_written
-        self.queued = queued
         self.pending: deque[PartitionBatch] = deque()
         self.inflight: InFlight | None = None
         self.positions = Positions(commit)
@@ -111,11 +108,11 @@ class CommitQueue:
     def advance(self) -> int:
         """Settle the write in flight if it is done, and start the next pending batch; with
         nothing left to write, send the commits owed. Waits for the write in flight only
-        while more than `queued` batches are pending. Returns how many batches were written."""
+        while more than QUEUED batches are pending. Returns how many batches were written."""
         written = 0
         while True:
             if self.inflight is not None:
-                if not self.settle(None if len(self.pending) > self.queued else 0):
+                if not self.settle(None if len(self.pending) > QUEUED else 0):
                     return written
                 written += 1
             if not self.pending:

@@ -33,7 +33,6 @@ class DeadLetters:
                 "message.max.bytes": max_message_bytes,
             },
         )
-        self.sent = 0
         self._failures: list[str] = []
 
     def send(self, message: Message, error: PoisonMessageError | str) -> None:
@@ -52,7 +51,6 @@ class DeadLetters:
             headers=headers,
             on_delivery=self._delivered,
         )
-        self.sent += 1
         log.warning(
             "dead-lettered",
             extra={

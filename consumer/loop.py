@@ -43,11 +43,8 @@ BUSY_POLL_S = 0.005
 
 
 class Pipeline:
-    def __init__(
-        self, settings: ConsumerSettings, *, until_caught_up: bool = False, group: str = ""
-    ) -> None:
+    def __init__(self, settings: ConsumerSettings, *, until_caught_up: bool = False) -> None:
         self.settings = settings
-        self.group = group or settings.consumer.group
         self.until_caught_up = until_caught_up
         self.metrics = Metrics()
         self.rebalance = Rebalance()
@@ -60,7 +57,7 @@ class Pipeline:
     def run(self) -> None:
         """Consume until stopped (or caught up), then drain and commit what is buffered."""
         c = self.settings.consumer
-        started = start(self.settings, self.group, self.rebalance, self._stop, self.until_caught_up)
+        started = start(self.settings, self.rebalance, self._stop, self.until_caught_up)
         if started is None:
             return
         consumer, partitions = started.consumer, started.partitions
@@ -100,7 +97,7 @@ class Pipeline:
         if any(map(Message.error, messages)):
             events = [m for m in messages if m.error() is not None]
             messages = [m for m in messages if m.error() is None]
-        owner.add(messages)
+        owner.submit(messages)
         for event in events:
             self._event(event, owner)
         owner.cut_due()

@@ -18,10 +18,12 @@ log = logging.getLogger(__name__)
 ROWS = "cdfbridge_consumer_rows"
 DEAD_LETTERS = "cdfbridge_consumer_dead_letters"
 RETRIES = "cdfbridge_consumer_retries"
+STALE_AFTER_S = 60.0  # /health answers 503 once the loop has not polled Kafka for this long
+ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - scraped from outside the container
 
 
 class Metrics:
-    def __init__(self, stale_after_s: float = 60.0) -> None:
+    def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.rows = Counter(ROWS, "Rows inserted into ClickHouse", registry=self.registry)
         self.rows_per_second = Gauge(
@@ -56,7 +58,6 @@ class Metrics:
             "Batches retried after a transient error",
             registry=self.registry,
         )
-        self.stale_after_s = stale_after_s
         self.last_poll = time.monotonic()
 
     def polled(self) -> None:
@@ -88,11 +89,11 @@ class Metrics:
         )
 
     def healthy(self) -> bool:
-        return time.monotonic() - self.last_poll < self.stale_after_s
+        return time.monotonic() - self.last_poll < STALE_AFTER_S
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:  # noqa: S104
+    def serve(self, port: int) -> ThreadingHTTPServer:
         """Start the HTTP endpoint on a daemon thread; shut it down with `.shutdown()`."""
-        server = ThreadingHTTPServer((host, port), _handler(self))
+        server = ThreadingHTTPServer((ALL_INTERFACES, port), _handler(self))
         threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         return server
 

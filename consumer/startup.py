@@ -42,13 +42,12 @@ class Started:
 
 def start(
     settings: ConsumerSettings,
-    group: str,
     rebalance: Rebalance,
     stop: threading.Event,
     list_partitions: bool = False,
 ) -> Started | None:
     """A subscribed consumer and the writer of its table; None if stopped while waiting."""
-    consumer = subscribe(settings, group, rebalance)
+    consumer = subscribe(settings, rebalance)
     kafka = settings.kafka.client_config()
     dead_letters = DeadLetters(kafka, settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM)
     try:
@@ -61,7 +60,7 @@ def start(
             writer = wait(_writer, settings, dead_letters)
         except Stopped:
             return None
-        consumer = subscribe(settings, group, rebalance)
+        consumer = subscribe(settings, rebalance)
     except BaseException:
         consumer.close()
         raise
@@ -69,8 +68,8 @@ def start(
     return Started(consumer, writer, partitions)
 
 
-def subscribe(settings: ConsumerSettings, group: str, rebalance: Rebalance) -> Consumer:
-    kafka = settings.kafka.client_config()
+def subscribe(settings: ConsumerSettings, rebalance: Rebalance) -> Consumer:
+    kafka, group = settings.kafka.client_config(), settings.consumer.group
     consumer = build(Consumer, consumer_config(kafka, group, settings.kafka.max_message_bytes))
     consumer.subscribe(
         [settings.consumer.topic],

@@ -73,7 +73,7 @@ class Uncommitted:
         self.queue.positions.track(committed)
         return [self._restart(tp) for tp in committed]
 
-    def add(self, messages: list[Message]) -> None:
+    def submit(self, messages: list[Message]) -> None:
         """A consume() chunk without errors, batched per partition; full batches queue."""
         if self._failure is None:  # until the rewind, nothing read is kept
             self.queue.submit(self.batcher.extend(messages))

@@ -85,7 +85,7 @@ def test_a_batch_end_is_recorded_before_its_insert_and_its_offsets_committed_aft
     services = Services()
     owner = owner_of(services)
 
-    owner.add(messages(0, range(3)))
+    owner.submit(messages(0, range(3)))
     assert poll_until_idle(owner) == Outcome(written=1)
 
     assert services.events == [
@@ -108,7 +108,7 @@ def test_partitions_start_at_their_committed_offset_else_at_the_earliest() -> No
 def test_a_failed_insert_drops_what_was_read_and_rereads_the_same_batch() -> None:
     services = Services()
     owner = owner_of(services, rows=20)
-    owner.add(messages(0, range(3)))
+    owner.submit(messages(0, range(3)))
     owner.ended(P0)  # read to the end: the batch is cut at offset 2
     services.clickhouse_down = True
 
@@ -119,7 +119,7 @@ def test_a_failed_insert_drops_what_was_read_and_rereads_the_same_batch() -> Non
     assert (owner.busy, owner.buffered_rows()) == (False, 0)
     # Read again from offset 0, now with more behind it: the batch is cut where it was.
     services.clickhouse_down = False
-    owner.add(messages(0, range(10)))
+    owner.submit(messages(0, range(10)))
     poll_until_idle(owner)
     assert services.inserts() == ["t-0-0-2"]
     assert owner.buffered_rows() == 7
@@ -130,7 +130,7 @@ def test_offsets_are_never_committed_past_a_batch_that_was_not_written() -> None
     owner = owner_of(services)
     services.refused = {"t-0-3-5"}
 
-    owner.add(messages(0, range(9)))  # three batches of partition 0
+    owner.submit(messages(0, range(9)))  # three batches of partition 0
     outcome = poll_until_idle(owner)
 
     assert outcome.failed is not None
@@ -138,7 +138,7 @@ def test_offsets_are_never_committed_past_a_batch_that_was_not_written() -> None
     assert max(offset for batch in services.commits() for _, offset, _ in batch) == 3
     assert [committed(tp) for tp in outcome.rewind][0] == (0, 3, None)
     services.refused.clear()
-    owner.add(messages(0, range(3, 9)))
+    owner.submit(messages(0, range(3, 9)))
     poll_until_idle(owner)
     assert services.inserts() == ["t-0-0-2", "t-0-3-5", "t-0-6-8"]
 
@@ -146,11 +146,11 @@ def test_offsets_are_never_committed_past_a_batch_that_was_not_written() -> None
 def test_a_commit_that_fails_rewinds_to_the_last_offsets_committed() -> None:
     services = Services()
     owner = owner_of(services)
-    owner.add(messages(0, range(3)))
+    owner.submit(messages(0, range(3)))
     poll_until_idle(owner)
     services.kafka_down = True
 
-    owner.add(messages(0, range(3, 6)))
+    owner.submit(messages(0, range(3, 6)))
     outcome = poll_until_idle(owner)
 
     assert isinstance(outcome.failed, ServiceUnavailableError)
@@ -161,7 +161,7 @@ def test_a_commit_that_fails_rewinds_to_the_last_offsets_committed() -> None:
 def test_revoked_partitions_are_written_and_committed_before_they_go() -> None:
     services = Services()
     owner = owner_of(services)
-    owner.add(messages(0, range(2)) + messages(1, range(2)))
+    owner.submit(messages(0, range(2)) + messages(1, range(2)))
 
     owner.revoke({P0})
 
@@ -175,7 +175,7 @@ def test_a_revoked_partition_is_left_uncommitted_after_a_batch_that_failed() -> 
     services = Services()
     owner = owner_of(services)
     services.refused = {"t-0-0-2"}
-    owner.add(messages(0, range(5)))
+    owner.submit(messages(0, range(5)))
 
     owner.revoke({P0})
 
@@ -189,20 +189,20 @@ def test_a_write_failing_during_a_revoke_rewinds_the_partitions_kept() -> None:
     owner = owner_of(services, rows=20)
     services.refused = {"t-1-0-2"}
     services.inserting.clear()
-    owner.add(messages(1, range(3)))
+    owner.submit(messages(1, range(3)))
     owner.ended(P1)
     owner.poll()  # partition 1's batch is in flight
     services.inserting.set()
 
     owner.revoke({P0})
-    owner.add(messages(1, range(3, 5)))  # read on before the loop polls: not kept
+    owner.submit(messages(1, range(3, 5)))  # read on before the loop polls: not kept
     outcome = owner.poll()
 
     assert isinstance(outcome.failed, ClickHouseUnavailableError)
     assert [committed(tp) for tp in outcome.rewind] == [(1, 0, None)]
     assert owner.buffered_rows() == 0
     services.refused.clear()
-    owner.add(messages(1, range(5)))
+    owner.submit(messages(1, range(5)))
     poll_until_idle(owner)
     assert services.inserts() == ["t-1-0-2"]  # cut where its end was recorded
 
@@ -210,7 +210,7 @@ def test_a_write_failing_during_a_revoke_rewinds_the_partitions_kept() -> None:
 def test_lost_partitions_are_dropped_unwritten() -> None:
     services = Services()
     owner = owner_of(services)
-    owner.add(messages(0, range(2)))
+    owner.submit(messages(0, range(2)))
 
     assert owner.lose({P0}) == 2
 
@@ -222,7 +222,7 @@ def test_abandoning_leaves_everything_uncommitted_and_writes_nothing_more() -> N
     services = Services()
     owner = owner_of(services)
     services.inserting.clear()
-    owner.add(messages(0, range(5)))
+    owner.submit(messages(0, range(5)))
     owner.poll()  # the first batch in flight
     services.inserting.set()
 
@@ -236,7 +236,7 @@ def test_abandoning_leaves_everything_uncommitted_and_writes_nothing_more() -> N
 def test_draining_writes_and_commits_everything_read() -> None:
     services = Services()
     owner = owner_of(services, rows=100)
-    owner.add(messages(0, range(4)) + messages(1, range(2)))
+    owner.submit(messages(0, range(4)) + messages(1, range(2)))
 
     assert owner.drain(time.monotonic() + 10, max_backoff_s=0.01)
 
@@ -247,7 +247,7 @@ def test_draining_writes_and_commits_everything_read() -> None:
 def test_draining_retries_a_failed_write_with_the_same_token() -> None:
     services = Services()
     owner = owner_of(services, rows=100)
-    owner.add(messages(0, range(4)))
+    owner.submit(messages(0, range(4)))
     services.refused_once = {"t-0-0-3"}
 
     assert owner.drain(time.monotonic() + 10, max_backoff_s=0.01)
@@ -264,7 +264,7 @@ def test_draining_retries_a_failed_write_with_the_same_token() -> None:
 def test_after_the_drain_deadline_nothing_is_written_not_even_on_revoke() -> None:
     services = Services()
     owner = owner_of(services, rows=100)
-    owner.add(messages(0, range(4)))
+    owner.submit(messages(0, range(4)))
     services.clickhouse_down = True
 
     assert not owner.drain(time.monotonic() + 0.2, max_backoff_s=0.05)
@@ -285,5 +285,5 @@ def test_caught_up_once_every_partition_owned_is_read_to_its_end() -> None:
     owner.ended(P1)
     assert owner.caught_up(frozenset())
     assert not owner.caught_up(frozenset({("t", 2)}))  # a partition not assigned yet
-    owner.add(messages(1, [0]))
+    owner.submit(messages(1, [0]))
     assert not owner.caught_up(frozenset())
