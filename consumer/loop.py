@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from consumer import kafka
 from consumer.backpressure import Backpressure
 from consumer.batch import Batcher, Limits, PartitionBatch, Written
-from consumer.commit import CommitQueue
+from consumer.commit import CommitQueue, Write
 from consumer.errors import KafkaFatalError
 from consumer.metrics import DEAD_LETTERS, ROWS, Metrics
 from consumer.rebalance import Rebalance
@@ -43,6 +43,8 @@ BUSY_POLL_S = 0.005
 
 
 class Pipeline:
+    """One member of the consumer group, from start-up to its drain."""
+
     def __init__(self, settings: ConsumerSettings, *, until_caught_up: bool = False) -> None:
         self.settings = settings
         self.until_caught_up = until_caught_up
@@ -61,12 +63,7 @@ class Pipeline:
         if started is None:
             return
         consumer, partitions = started.consumer, started.partitions
-        queue = CommitQueue(
-            started.writer.write, partial(kafka.commit, consumer), partial(self._written, consumer)
-        )
-        owner = self.rebalance.owner = Uncommitted(
-            Batcher(Limits(c.batch_rows, c.batch_bytes, c.batch_seconds)), queue
-        )
+        owner = self.rebalance.owner = self._owner(consumer, started.writer.write)
         backpressure = Backpressure(consumer, c.max_backoff_seconds, self.metrics)
         began = time.monotonic()
         try:
@@ -84,6 +81,12 @@ class Pipeline:
         finally:
             consumer.close()  # its revoke writes nothing more after drain or abandon
             owner.close()
+
+    def _owner(self, consumer: Consumer, write: Write) -> Uncommitted:
+        c = self.settings.consumer
+        commit, written = partial(kafka.commit, consumer), partial(self._written, consumer)
+        batcher = Batcher(Limits(c.batch_rows, c.batch_bytes, c.batch_seconds))
+        return Uncommitted(batcher, CommitQueue(write, commit, written))
 
     def _step(self, consumer: Consumer, owner: Uncommitted, backpressure: Backpressure) -> None:
         waiting = backpressure.waiting()

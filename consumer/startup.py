@@ -11,8 +11,8 @@ schemas.retry's back-off, and joins again once they answer.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
+from threading import Event
 
 from confluent_kafka import Consumer
 
@@ -43,7 +43,7 @@ class Started:
 def start(
     settings: ConsumerSettings,
     rebalance: Rebalance,
-    stop: threading.Event,
+    stop: Event,
     list_partitions: bool = False,
 ) -> Started | None:
     """A subscribed consumer and the writer of its table; None if stopped while waiting."""
@@ -53,14 +53,11 @@ def start(
     try:
         writer = _writer(settings, dead_letters)
     except TransientError as exc:
-        consumer.close()
-        log.warning("waiting for services", extra={"error": str(exc)[:300]})
-        wait = retrying("services", max_backoff_s=settings.consumer.max_backoff_seconds, stop=stop)
-        try:
-            writer = wait(_writer, settings, dead_letters)
-        except Stopped:
+        consumer.close()  # no partition waits with a member that cannot write it
+        found = _wait_for_writer(settings, dead_letters, exc, stop)
+        if found is None:
             return None
-        consumer = subscribe(settings, rebalance)
+        writer, consumer = found, subscribe(settings, rebalance)
     except BaseException:
         consumer.close()
         raise
@@ -78,6 +75,18 @@ def subscribe(settings: ConsumerSettings, rebalance: Rebalance) -> Consumer:
         on_lost=rebalance.on_lost,
     )
     return consumer
+
+
+def _wait_for_writer(
+    settings: ConsumerSettings, dead_letters: DeadLetters, cause: TransientError, stop: Event
+) -> BatchWriter | None:
+    """The writer, once the services answer (schemas.retry's back-off); None if stopped."""
+    log.warning("waiting for services", extra={"error": str(cause)[:300]})
+    wait = retrying("services", max_backoff_s=settings.consumer.max_backoff_seconds, stop=stop)
+    try:
+        return wait(_writer, settings, dead_letters)
+    except Stopped:
+        return None
 
 
 def _writer(settings: ConsumerSettings, dead_letters: DeadLetters) -> BatchWriter:
