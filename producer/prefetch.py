@@ -1,8 +1,8 @@
 """Running an iterator ahead of whoever iterates it, in a thread of its own.
 
 The producer's reader: Spark reads and encodes the next slice while this thread's caller
-sends the current one to Kafka. The thread stays at most `ahead` items in front, so memory
-is bounded however long the backlog is, and how the iterator ends always reaches the
+sends the current one to Kafka. The thread runs one item ahead (one buffered, and the one
+it is on), so memory is bounded however long the backlog is, and how the iterator ends always reaches the
 iterating side, after the items before it: its end, or the exception it raised, even once
 stopping.
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+AHEAD = 1  # items buffered for the iterating side
 STOP_POLL_S = 0.5  # how often a full buffer looks at a stop event set from outside
 
 
@@ -37,13 +38,10 @@ class Prefetch(Generic[T]):
         self,
         items: Iterable[T],
         *,
-        ahead: int = 1,
         stop: threading.Event | None = None,
         name: str = "prefetch",
     ) -> None:
-        if ahead < 1:
-            raise ValueError(f"ahead must be 1 or more, not {ahead}")
-        self._items, self._ahead = items, ahead
+        self._items = items
         self._stop = stop if stop is not None else threading.Event()
         self._buffer: deque[T] = deque()
         self._end: _End | None = None  # set once, by the thread; never dropped
@@ -51,13 +49,13 @@ class Prefetch(Generic[T]):
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def __enter__(self) -> Prefetch[T]:
-        self.start()
+        self._start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def start(self) -> None:
+    def _start(self) -> None:
         if self._thread.ident is None:
             self._thread.start()
 
@@ -67,14 +65,9 @@ class Prefetch(Generic[T]):
         with self._changed:
             self._changed.notify_all()
 
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for the thread to end; whether it has."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
     def __iter__(self) -> Iterator[T]:
         """The items in order, then the iterator's end: StopIteration, or what it raised."""
-        self.start()
+        self._start()
         while True:
             item = self._take()
             if isinstance(item, _End):
@@ -109,7 +102,7 @@ class Prefetch(Generic[T]):
     def _put(self, item: T) -> bool:
         """Buffer item once there is room; False (dropped) when stopping first."""
         with self._changed:
-            while len(self._buffer) >= self._ahead and not self._stop.is_set():
+            while len(self._buffer) >= AHEAD and not self._stop.is_set():
                 self._changed.wait(STOP_POLL_S)
             if self._stop.is_set():
                 return False

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from tests.conftest import free_port
 from tests.endpoints import Endpoints
@@ -42,6 +43,10 @@ def test_every_change_type_round_trips_to_an_independent_avro_reader(
     ]
     assert all(r.key == {"id": r.value["id"]} for r in records if r.value)
     assert {r.value["_commit_timestamp"].tzinfo is not None for r in records if r.value} == {True}
+    published = REGISTRY.get_sample_value(
+        "cdfbridge_producer_rows_published_total", {"topic": topic}
+    )
+    assert published == 7
 
 
 def test_changes_of_one_key_share_a_partition_in_commit_order(

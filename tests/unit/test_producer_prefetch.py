@@ -1,5 +1,5 @@
-"""The reader's hand-off: an iterator run in a thread of its own, a bounded number of items
-ahead, whose end or exception always reaches the iterating side, even once stopping."""
+"""The reader's hand-off: an iterator run in a thread of its own, one item ahead, whose end
+or exception always reaches the iterating side, even once stopping."""
 
 import threading
 import time
@@ -48,18 +48,18 @@ def test_an_exception_arrives_after_the_items_before_it() -> None:
     assert got == [1, 2]
 
 
-def test_the_thread_runs_at_most_ahead_items_in_front() -> None:
+def test_the_thread_runs_one_item_ahead() -> None:
     pulled: list[int] = []
-    with Prefetch(counting(pulled, 100), ahead=2) as items:
-        eventually(lambda: len(pulled) == 3, "2 buffered and 1 waiting for room")
+    with Prefetch(counting(pulled, 100)) as items:
+        eventually(lambda: len(pulled) == 2, "one buffered and one waiting for room")
         time.sleep(0.2)
-        assert len(pulled) == 3
+        assert len(pulled) == 2
 
         it = iter(items)
         assert next(it) == 0
-        eventually(lambda: len(pulled) == 4, "room for one more")
+        eventually(lambda: len(pulled) == 3, "room for one more")
         time.sleep(0.2)
-        assert len(pulled) == 4
+        assert len(pulled) == 3
 
 
 def test_closing_drops_the_held_item_and_ends_the_iterator_in_its_thread() -> None:
@@ -78,10 +78,10 @@ def test_closing_drops_the_held_item_and_ends_the_iterator_in_its_thread() -> No
         assert next(it) == 0
         eventually(lambda: len(pulled) == 3, "item 1 buffered, item 2 held")
         prefetch.close()
-        assert prefetch.join(WAIT_S)
 
         assert list(it) == [1]  # what was buffered, then the end; item 2 is dropped
     assert closed_in == ["reader"]
+    assert len(pulled) == 3
 
 
 def test_a_stop_event_set_elsewhere_ends_a_thread_waiting_for_room() -> None:
@@ -91,8 +91,10 @@ def test_a_stop_event_set_elsewhere_ends_a_thread_waiting_for_room() -> None:
     with prefetch:
         eventually(lambda: len(pulled) == 2, "one buffered, one waiting for room")
         stop.set()  # as a signal handler does: nobody calls close()
+        began = time.monotonic()
 
-        assert prefetch.join(STOP_POLL_S + WAIT_S)
+        assert list(prefetch) == [0]  # the end arrives once the thread has stopped
+        assert time.monotonic() - began < STOP_POLL_S + 1.0
         assert len(pulled) == 2
 
 
@@ -118,20 +120,19 @@ def test_an_exception_raised_while_stopping_still_reaches_the_iterating_side() -
 
 
 def test_an_exception_is_delivered_whatever_the_buffer_holds() -> None:
+    raised = threading.Event()
+
     def failing_at_once() -> Iterator[int]:
         yield 1
+        raised.set()
         raise Boom("after one")
 
-    prefetch = Prefetch(failing_at_once(), ahead=1)
+    prefetch = Prefetch(failing_at_once())
     with prefetch:
-        assert prefetch.join(WAIT_S)  # 1 buffered, then the failure: the buffer was full
+        assert raised.wait(WAIT_S)  # 1 buffered, then the failure: the buffer was full
+        time.sleep(0.1)
         it = iter(prefetch)
 
         assert next(it) == 1
         with pytest.raises(Boom):
             next(it)
-
-
-def test_ahead_must_be_at_least_one() -> None:
-    with pytest.raises(ValueError, match="ahead"):
-        Prefetch(iter(()), ahead=0)
