@@ -1,5 +1,6 @@
 """The broker is a real Kafka: topics, transactions, read_committed isolation."""
 
+import time
 from typing import Any
 
 import pytest
@@ -10,7 +11,11 @@ from tests.endpoints import Endpoints
 pytestmark = pytest.mark.integration
 
 
-def read_all(endpoints: Endpoints, topic: str, isolation: str, expected: int) -> list[bytes]:
+def read_all(
+    endpoints: Endpoints, topic: str, isolation: str, expected: int, timeout_s: float = 60
+) -> list[bytes]:
+    """Every value `isolation` sees in topic: once values arrive, until 5 polls come back
+    empty or more than `expected` came; a topic that stays empty fails after timeout_s."""
     consumer = Consumer(
         {
             "bootstrap.servers": endpoints.kafka,
@@ -22,9 +27,14 @@ def read_all(endpoints: Endpoints, topic: str, isolation: str, expected: int) ->
     )
     consumer.subscribe([topic])
     values: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
     try:
         empty_polls = 0
         while empty_polls < 5 and len(values) <= expected:
+            assert time.monotonic() < deadline, (
+                f"{isolation} read {len(values)} of the {expected} values expected in {topic} "
+                f"within {timeout_s:.0f} s; got {values}"
+            )
             msg = consumer.poll(1.0)
             if msg is None:
                 empty_polls += 1 if values else 0
