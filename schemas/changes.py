@@ -2,9 +2,10 @@
 
 Several changes of one key can share a `_commit_version`: overwriting a row with the same
 key gives a `delete` and an `insert` in one commit. The Delta result is the surviving row,
-so the version doubles the commit version and adds one for rows that survive the commit:
+so the version doubles the commit version and adds one for rows that survive the commit
+(an update's preimage does not survive it either):
 
-    _version    = _commit_version * 2 + (0 if _change_type == 'delete' else 1)
+    _version    = _commit_version * 2 + (0 if _change_type in ('delete', 'update_preimage') else 1)
     _is_deleted = 1 if _change_type == 'delete' else 0
 
 A ReplacingMergeTree(_version, _is_deleted) then keeps the insert over the delete of the
