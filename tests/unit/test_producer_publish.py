@@ -1,10 +1,15 @@
-"""The producer's send loop when librdkafka's local queue is full (BufferError)."""
+"""The producer's send loop when librdkafka's local queue is full (BufferError), and its
+start: init_transactions retried while Kafka does not answer, never when it refuses."""
 
 from typing import Any
 
 import pyarrow as pa
+import pytest
+from confluent_kafka import KafkaError, KafkaException
 
+from producer.errors import FencedError
 from producer.publish import Publisher
+from schemas.service_errors import KafkaRefusedError, UnreachableError
 
 
 class QueueFullOnCall:
@@ -51,3 +56,68 @@ def test_a_full_queue_on_a_value_retries_that_value_once() -> None:
     publisher_with(handle)._send(batch())
 
     assert handle.sent == [(b"k1", b"v1"), (b"k2", b"deleted"), (b"k2", None)]
+
+
+class InitTransactions:
+    """Stands in for the librdkafka handle's init_transactions: raises the given errors in
+    turn, then succeeds."""
+
+    def __init__(self, *errors: KafkaError) -> None:
+        self.errors, self.calls = list(errors), 0
+
+    def init_transactions(self, timeout: float) -> None:
+        self.calls += 1
+        if self.errors:
+            raise KafkaException(self.errors.pop(0))
+
+
+class NothingPublished:
+    def last_version(self) -> None:
+        return None
+
+
+def started(handle: InitTransactions) -> Publisher:
+    publisher = Publisher({"bootstrap.servers": "127.0.0.1:1"}, "orders")
+    publisher._producer = handle  # type: ignore[assignment]
+    publisher.progress = NothingPublished()  # type: ignore[assignment]
+    return publisher
+
+
+def test_kafka_timing_out_on_init_transactions_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("producer.publish.START_ATTEMPTS", 2)
+    handle = InitTransactions(KafkaError(KafkaError._TIMED_OUT, retriable=True))
+
+    assert started(handle).start() is None
+
+    assert handle.calls == 2
+
+
+def test_kafka_timing_out_on_every_attempt_is_named_with_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("producer.publish.START_ATTEMPTS", 2)
+    timeout = KafkaError(KafkaError._TIMED_OUT, "no broker", retriable=True)
+    handle = InitTransactions(timeout, timeout, timeout)
+
+    with pytest.raises(UnreachableError, match=r"Kafka at 127\.0\.0\.1:1 did not answer after 2 "):
+        started(handle).start()
+    assert handle.calls == 2
+
+
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [
+        (KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), KafkaRefusedError),
+        (KafkaError(KafkaError._FENCED, fatal=True), FencedError),
+    ],
+)
+def test_a_refusal_on_init_transactions_is_not_retried(
+    error: KafkaError, raised: type[Exception]
+) -> None:
+    handle = InitTransactions(error)
+
+    with pytest.raises(raised):
+        started(handle).start()
+    assert handle.calls == 1
