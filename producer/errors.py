@@ -1,4 +1,6 @@
-"""What can stop the producer, each with the fix in its message."""
+"""What can stop the producer, each with the fix in its message. The services' failures it
+shares with cdfbridge-verify are in schemas/: service_errors.py (Kafka, the registry, a Spark
+master) and storage_errors.py (the object store)."""
 
 from schemas.errors import ServiceUnavailableError, TerminalError
 

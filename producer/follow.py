@@ -123,8 +123,9 @@ class _Chunks:
 
     def _slices(self, frame: DataFrame, chunk: Chunk, head: int, began: float) -> Iterator[Slice]:
         encoding = self.ranges.encoding()
-        for index, rows in enumerate(encoded_slices(frame, chunk.slices, encoding, self.table)):
-            self.course.width.learn(rows.nbytes, len(rows))  # encode → slice, just above
+        parts = encoded_slices(frame, chunk.slices, encoding, self.table)  # encode, slice
+        for index, rows in enumerate(parts):
+            self.course.width.learn(rows.nbytes, len(rows))
             yield Slice(chunk, index, rows, time.monotonic() - began, head)
             began = time.monotonic()
 

@@ -1,10 +1,10 @@
 """Running an iterator ahead of whoever iterates it, in a thread of its own.
 
-The producer's reader: Spark reads and encodes the next slice while this thread's caller
+The producer's reader: Spark reads and encodes the next slice while the publishing thread
 sends the current one to Kafka. The thread runs one item ahead (one buffered, and the one
-it is on), so memory is bounded however long the backlog is, and how the iterator ends always reaches the
-iterating side, after the items before it: its end, or the exception it raised, even once
-stopping.
+it is on), so memory is bounded however long the backlog is. How the iterator ends always
+reaches the iterating side, after the items before it: its end, or the exception it
+raised, even once stopping.
 
     with Prefetch(follow(...), stop=stop, name="cdf-reader") as slices:
         for item in slices:
@@ -34,6 +34,8 @@ class _End:
 
 
 class Prefetch(Generic[T]):
+    """items, pulled in a thread named name; stop (or close()) makes it stop pulling."""
+
     def __init__(
         self,
         items: Iterable[T],
