@@ -4,7 +4,7 @@ master) and storage_errors.py (the object store)."""
 
 from schemas.errors import ServiceUnavailableError, TerminalError
 
-MAX_MESSAGE_BYTES = "CDFBRIDGE_KAFKA__MAX_MESSAGE_BYTES"
+MAX_MESSAGE_SETTING = "CDFBRIDGE_KAFKA__MAX_MESSAGE_BYTES"
 
 
 class TableNotFoundError(TerminalError):
@@ -93,7 +93,7 @@ class MessageTooLargeError(TerminalError):
 def client_limit(max_message_bytes: int) -> str:
     """Why the producer refused a change as too large, and the fix."""
     return (
-        f"the largest message is {MAX_MESSAGE_BYTES} = {max_message_bytes}; raise it on the "
+        f"the largest message is {MAX_MESSAGE_SETTING} = {max_message_bytes}; raise it on the "
         "producer, and on the topic (max.message.bytes) if it was created before"
     )
 
@@ -101,7 +101,7 @@ def client_limit(max_message_bytes: int) -> str:
 def topic_limit(topic: str, max_message_bytes: int) -> str:
     """Why the broker refused a change as too large, and the fix."""
     return (
-        f"the topic's max.message.bytes is lower than {MAX_MESSAGE_BYTES} "
+        f"the topic's max.message.bytes is lower than {MAX_MESSAGE_SETTING} "
         f"({max_message_bytes}); raise it: kafka-configs --alter --entity-type topics "
         f"--entity-name {topic} --add-config max.message.bytes={max_message_bytes}"
     )
