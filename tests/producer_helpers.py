@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +40,9 @@ class Record:
     raw_value: bytes | None  # as on the wire: Confluent-framed Avro
 
 
-def read_topic(endpoints: Endpoints, topic: str) -> list[Record]:
+def read_topic(endpoints: Endpoints, topic: str, timeout_s: float = 120.0) -> list[Record]:
     """Every committed message, decoded by confluent-kafka's AvroDeserializer, in offset order
-    per partition."""
+    per partition; fails when the partitions are not all read to their end in timeout_s."""
     registry = endpoints.registry_client()
     decode = AvroDeserializer(registry)
     consumer = Consumer(
@@ -58,7 +59,12 @@ def read_topic(endpoints: Endpoints, topic: str) -> list[Record]:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         at_end: set[int] = set()
+        deadline = time.monotonic() + timeout_s
         while len(at_end) < len(partitions):
+            assert time.monotonic() < deadline, (
+                f"{topic}: partitions {sorted(set(partitions) - at_end)} not read to their end "
+                f"within {timeout_s} s ({len(records)} messages read)"
+            )
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
