@@ -207,6 +207,35 @@ def test_clickhouse_restarted_mid_run_is_waited_for_and_nothing_is_lost(
     assert running.pipeline.metrics.total(ROWS) == 40
 
 
+def test_a_stop_while_clickhouse_is_down_keeps_its_deadline_and_leaves_the_rest_for_later(
+    endpoints: Endpoints,
+    topic_factory: Any,
+    own_clickhouse: ClickHouse,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = topic_factory(partitions=1)
+    Changes(endpoints, topic).send([order(n) for n in range(10)], "insert", 1)
+    pointed = settings(endpoints, topic, "default", batch_seconds=600).model_copy(
+        update={"clickhouse": ClickHouseSettings(url=own_clickhouse.endpoint, database="default")}
+    )
+    running = Background(Pipeline(pointed))
+    buffered = "cdfbridge_consumer_buffered_rows"
+    registry = running.pipeline.metrics.registry
+    wait_for(lambda: registry.get_sample_value(buffered) == 10, "the changes to be buffered")
+
+    own_clickhouse.stop()
+    stopping = time.monotonic()
+    running.stop()  # the drain retries for 2 x max_backoff_seconds (2 s), then gives up
+    stopped_after = time.monotonic() - stopping
+    own_clickhouse.start()
+    Pipeline(pointed, until_caught_up=True).run()
+
+    assert stopped_after < 20
+    assert any(r.getMessage().startswith("stopping with uncommitted") for r in caplog.records)
+    client = clickhouse_connect.get_client(dsn=own_clickhouse.endpoint)
+    assert client.command(f"SELECT count() FROM `default`.`{topic}`") == 10
+
+
 def test_consumer_started_before_its_producer_waits_outside_the_group_then_consumes(
     endpoints: Endpoints,
     topic_factory: Any,
