@@ -17,21 +17,6 @@ from schemas.changes import IS_DELETED, IS_DELETED_SQL, VERSION, VERSION_SQL
 from schemas.clickhouse import quote
 from schemas.target import REBUILD_HINT, SchemaMismatchError, Target, existing_columns
 
-# Target and existing_columns live in schemas/ (cdfbridge-verify reads the same table); they
-# are named here too, with what this module does to the table.
-__all__ = [
-    "Columns",
-    "Target",
-    "add_columns_sql",
-    "additions",
-    "check_engine",
-    "create_table_sql",
-    "current_view_sql",
-    "ensure",
-    "existing_columns",
-    "nullable_tuples",
-]
-
 Columns = Sequence[tuple[str, str]]
 
 

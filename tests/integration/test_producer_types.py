@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from consumer.sink import insert_sql
-from consumer.table import Target
 from schemas.clickhouse import columns, input_columns, quote
+from schemas.target import Target
 from tests.endpoints import Endpoints
 from tests.producer_helpers import create_table, publish, read_topic
 

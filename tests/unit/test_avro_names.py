@@ -7,10 +7,10 @@ import pytest
 
 from consumer.kafka_engine import KafkaSource, statements
 from consumer.sink import insert_sql
-from consumer.table import Target
 from schemas.avro import value_schema
 from schemas.avro_names import avro_name, decode, delta_name, renamed
 from schemas.clickhouse import columns, input_columns
+from schemas.target import Target
 
 AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AWKWARD = [
