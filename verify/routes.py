@@ -9,9 +9,12 @@ producer reads. The choice looks at the protocol's reader version and features o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
+
+import pyarrow as pa
 
 Choice = Literal["auto", "delta-rs", "spark"]  # --reader
 
@@ -27,6 +30,16 @@ PYARROW_FEATURES = frozenset({"timestampNtz"})
 DATAFUSION_FEATURES = PYARROW_FEATURES | {"deletionVectors", "columnMapping"}
 COLUMN_MAPPING_VERSION = 2  # reader version 2 means column mapping, without a feature list
 FEATURES_VERSION = 3  # reader version 3 lists its reader features
+VACUUMED = "if its history was vacuumed, compare a newer version with --version"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What every reader returns: the table's columns and a scan of chosen ones."""
+
+    route: Route
+    names: list[str]  # the table's columns, as named at this version
+    batches: Callable[[Sequence[str]], Iterator[pa.RecordBatch]]  # of these columns
 
 
 def choose(min_reader_version: int, reader_features: Iterable[str] | None, forced: Choice) -> Route:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -21,19 +20,11 @@ from schemas.clickhouse import quote
 from schemas.target import Target
 from verify import routes
 from verify.errors import NothingToCompareError
-from verify.routes import Route
+from verify.routes import VACUUMED, Route, Snapshot
 from verify.settings import VerifySettings
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 256 * 1024  # per insert: bounded memory whatever the table's size
-VACUUMED = "if its history was vacuumed, compare a newer version with --version"
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    route: Route
-    names: list[str]  # the table's columns, as named at this version
-    batches: Callable[[Sequence[str]], Iterator[pa.RecordBatch]]  # of these columns
 
 
 def open_version(settings: VerifySettings, version: int) -> Snapshot:

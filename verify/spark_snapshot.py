@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from verify.errors import NothingToCompareError, SparkClassesMissingError
-from verify.routes import Route
+from verify.routes import VACUUMED, Route, Snapshot
 from verify.settings import VerifySettings
-from verify.snapshot import VACUUMED, Snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
