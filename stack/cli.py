@@ -89,9 +89,10 @@ def _run(args: argparse.Namespace, settings: StackSettings) -> int:
 
 
 def print_s3_env(s3: S3) -> None:
-    """The storage settings for the stack's MinIO, once it has credentials; the keys are
-    read from their files when the lines are evaluated, never printed."""
-    if not s3.secret_key_path.exists():
+    """The storage settings for the stack's MinIO while it runs (`up s3`); the keys are
+    read from their files when the lines are evaluated, never printed. A stopped MinIO is
+    left out, so that nothing is pointed at an endpoint that does not answer."""
+    if not s3.secret_key_path.exists() or s3.pid() is None:
         return
     print(f"# tables: s3a://{s3.settings.s3_bucket}/<name>")
     print(f"export CDFBRIDGE_STORAGE__ENDPOINT={s3.endpoint}")
