@@ -73,7 +73,12 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         help="Spark/Hadoop setting, repeatable",
     )
-    p.add_argument("--config", type=Path, help="TOML file with [source], [kafka], [spark] ...")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="TOML file with [source], [kafka], [spark] ..., and [[tables]] to follow several "
+        "tables in one process (each entry: table, primary_key, and any [source] key)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 

@@ -30,7 +30,7 @@ from producer.spark_errors import lost_driver, reading
 from producer.table_schemas import RangeSchemas, TableSchema
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def follow(
@@ -43,6 +43,7 @@ def follow(
 ) -> Iterator[Slice]:
     """Slices of every change from version start on (after the snapshot at snapshot_at, if
     any), until --until-version is published or stop is set while polling."""
+    in_pool(source.spark, config.topic_name)  # this generator runs in a thread of its own
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     ranges = RangeSchemas(source.schema_json, schemas, config.primary_key, config.include_preimage)
@@ -61,6 +62,12 @@ def follow(
         if lost is None:
             raise
         raise lost from exc
+
+
+def in_pool(spark: SparkSession, name: str) -> None:
+    """Run this thread's Spark jobs in the FAIR scheduler pool `name` (one per table, so that
+    tables sharing a session take turns); without FAIR scheduling Spark ignores it."""
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
 
 
 class _Chunks:

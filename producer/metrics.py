@@ -18,6 +18,14 @@ TRANSACTION = Histogram(
     ["topic"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
+TABLE_FAILED = Gauge(
+    "cdfbridge_producer_table_failed",
+    "1 while the table's last attempt failed and it waits to be retried, else 0",
+    ["topic"],
+)
+TABLE_FAILURES = Counter(
+    "cdfbridge_producer_table_failures", "Times following the table failed alone", ["topic"]
+)
 
 log = logging.getLogger("cdfbridge.producer")
 
@@ -27,9 +35,9 @@ def serve(port: int | None) -> None:
         start_http_server(port)
 
 
-def event(name: str, **fields: object) -> None:
+def event(name: str, level: int = logging.INFO, **fields: object) -> None:
     """One JSON log line: easy to grep by eye and to ship to a log store."""
-    log.info(json.dumps({"event": name, **fields}, default=str))
+    log.log(level, json.dumps({"event": name, **fields}, default=str))
 
 
 class ProgressBar:

@@ -1,4 +1,5 @@
-"""`run()`: follow a Delta table and publish its changes until stopped.
+"""`run()`: follow a Delta table (or each of [[tables]], producer/lake.py) and publish its
+changes until stopped. `follow_table` does one table:
 
 1. set up: Spark on the table, the topics, the transactional producer (which fences older
    ones and reads the progress), the topic's schemas in the registry;
@@ -15,7 +16,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ import pyarrow as pa
 
 from producer import metrics
 from producer.encode import describe_key
-from producer.follow import follow
+from producer.follow import follow, in_pool
 from producer.prefetch import Prefetch
 from producer.publish import Publisher
 from producer.registry import TopicSchemas
@@ -40,15 +41,44 @@ if TYPE_CHECKING:
 
 BATCH_ROWS = 65_536
 APP_NAME = "cdfbridge-producer"
+# Several tables share one session: Spark's FAIR scheduler takes their jobs' tasks in turns.
+FAIR = {"spark.scheduler.mode": "FAIR"}
 
 
-def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
-    """Publish until --until-version is reached or a signal arrives; raises CdfBridgeErrors.
-    spark: a session to use instead of starting one from settings.spark."""
-    stop = threading.Event()
+def run(
+    settings: ProducerSettings,
+    spark: SparkSession | None = None,
+    stop: threading.Event | None = None,
+) -> None:
+    """Publish until --until-version is reached (every table's, with [[tables]]) or a signal
+    arrives (or stop is set); raises CdfBridgeErrors. spark: a session to use instead of
+    starting one from settings.spark."""
+    stop = stop or threading.Event()
     restore = _on_signals(stop)
     try:
-        _run(settings, spark, stop)
+        metrics.serve(settings.source.metrics_port)
+        if not settings.tables:
+            follow_table(settings, spark or _session(settings), stop)
+            return
+        from producer.lake import follow_all
+
+        follow_all(settings, spark or _session(settings, FAIR), stop)
+    finally:
+        restore()
+
+
+def _session(settings: ProducerSettings, conf: Mapping[str, str] | None = None) -> SparkSession:
+    spark = settings.spark
+    if conf:  # defaults under the user's own
+        spark = spark.model_copy(update={"conf": {**conf, **spark.conf}})
+    return session_for(spark, settings.storage, APP_NAME)
+
+
+def follow_table(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
+    """Publish settings.source's table until its --until-version or stop; raises
+    CdfBridgeErrors, the object store's failures named."""
+    try:
+        _follow(settings, spark, stop)
     except CdfBridgeError:
         raise
     except Exception as exc:
@@ -57,14 +87,11 @@ def run(settings: ProducerSettings, spark: SparkSession | None = None) -> None:
         if failure is None:
             raise
         raise failure from exc
-    finally:
-        restore()
 
 
-def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading.Event) -> None:
+def _follow(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
     config, topic = settings.source, settings.source.topic_name
-    metrics.serve(config.metrics_port)
-    spark = spark or session_for(settings.spark, settings.storage, APP_NAME)
+    in_pool(spark, topic)
     source = DeltaSource(spark, config.table)
     source.check_change_feed()
     kafka = settings.kafka.client_config()
@@ -78,10 +105,10 @@ def _run(settings: ProducerSettings, spark: SparkSession | None, stop: threading
     publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
     changes = follow(source, schemas, config, start, snapshot_at, stop)
     try:
-        with Prefetch(changes, stop=stop, name="cdf-reader") as slices:
+        # The prefetch's own stop: closing it must not stop the other tables.
+        with Prefetch(changes, name=f"cdf-reader-{topic}") as slices:
             _publish_all(iter(slices), publisher, topic, stop)
     finally:
-        stop.set()
         publisher.close()
 
 
@@ -122,6 +149,7 @@ def _publish_all(
         total += rows
         metrics.ROWS.labels(topic).inc(rows)
         metrics.TRANSACTION.labels(topic).observe(seconds)
+        metrics.TABLE_FAILED.labels(topic).set(0)
         metrics.BEHIND.labels(topic).set(max(0, first.head - chunk.last))
         metrics.event(
             "chunk_published",

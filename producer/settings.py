@@ -15,6 +15,7 @@ from schemas.naming import default_topic
 from schemas.settings import ENV_PREFIX, ConnectionSettings, Section
 from schemas.spark_session import SparkSection
 from schemas.storage import StorageSettings
+from schemas.tables import TableEntry, check_columns, comma_list, unique_topics
 
 
 class SourceSection(Section):
@@ -34,18 +35,19 @@ class SourceSection(Section):
     tombstones: bool = False
     partitions: int = Field(default=3, gt=0, description="partitions of a topic we create")
     metrics_port: int | None = Field(default=9464, ge=0, le=65535)
+    # Columns never published, and columns published as the SHA-256 hex of their value.
+    exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    @field_validator("primary_key", mode="before")
-    @classmethod
-    def _comma_list(cls, value: object) -> object:
-        if isinstance(value, str) and not value.lstrip().startswith("["):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+    _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
+        comma_list
+    )
 
     @model_validator(mode="after")
-    def _one_start(self) -> SourceSection:
+    def _consistent(self) -> SourceSection:
         if self.starting_version is not None and self.starting_timestamp is not None:
             raise ValueError("give --starting-version or --starting-timestamp, not both")
+        check_columns(self.primary_key, self.exclude_columns, self.hash_columns, self.table)
         return self
 
     @property
@@ -63,9 +65,19 @@ class ProducerSettings(ConnectionSettings):
     spark: SparkSection = Field(default_factory=SparkSection)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     source: SourceSection = Field(default_factory=SourceSection)
+    # Several tables through one Spark session: [[tables]] in the --config file, each laid
+    # over [source] (schemas/tables.py).
+    tables: list[TableEntry] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _required(self) -> ProducerSettings:
+        if self.tables:
+            if self.source.table:
+                raise ValueError(
+                    "give one table (--table, CDFBRIDGE_SOURCE__TABLE) or [[tables]], not both"
+                )
+            unique_topics(self.tables)
+            return self
         if not self.source.table:
             raise ValueError("no table: pass --table or set CDFBRIDGE_SOURCE__TABLE")
         if not self.source.primary_key:
@@ -73,3 +85,10 @@ class ProducerSettings(ConnectionSettings):
                 "no primary key: pass --primary-key col[,col] or set CDFBRIDGE_SOURCE__PRIMARY_KEY"
             )
         return self
+
+    def sources(self) -> list[SourceSection]:
+        """Each table's settings: its [[tables]] entry over [source], else [source] alone."""
+        if not self.tables:
+            return [self.source]
+        base = self.source.model_dump(exclude_unset=True)
+        return [SourceSection(**{**base, **e.producer_overrides()}) for e in self.tables]

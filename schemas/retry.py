@@ -23,6 +23,7 @@ from collections.abc import Callable
 from tenacity import (
     RetryCallState,
     Retrying,
+    retry_if_exception,
     retry_if_exception_type,
     stop_after_attempt,
     stop_never,
@@ -51,11 +52,14 @@ def retrying(
     max_backoff_s: float,
     attempts: int | None = None,
     stop: threading.Event | None = None,
+    retry_on: Callable[[BaseException], bool] | None = None,
 ) -> Retrying:
-    """Retry TransientErrors while waiting for `what` (a service, named in the log line);
-    `attempts` None retries until it succeeds or `stop` is set."""
+    """Retry TransientErrors (or what `retry_on` accepts) while waiting for `what` (named in
+    the log line); `attempts` None retries until it succeeds or `stop` is set."""
     return Retrying(
-        retry=retry_if_exception_type(TransientError),
+        retry=retry_if_exception_type(TransientError)
+        if retry_on is None
+        else retry_if_exception(retry_on),
         wait=wait_exponential(multiplier=FIRST_S, max=max_backoff_s),
         stop=stop_after_attempt(attempts) if attempts is not None else stop_never,
         sleep=_sleeper(stop),

@@ -1,0 +1,111 @@
+"""Many tables through one Spark session: each table followed in a thread of its own, by the
+same `follow_table` that runs a single table, fairly, and failing alone.
+
+- One SparkSession in Spark's FAIR scheduler: each table's jobs run in a pool of its own
+  (producer/follow.py), so a big backfill's tasks take turns with a small table's fresh
+  commits instead of queueing ahead of them.
+- Each table keeps its own topic, transactional id and progress record: exactly once holds
+  per table, as with one table per process.
+- A table that fails on its own (a schema change, vacuumed versions, a NULL key, a path
+  with no table ...) is logged (`table_failed`), shown on /metrics
+  (`cdfbridge_producer_table_failed`) and retried from its last whole chunk with back-off
+  (0.5 s doubling up to TABLE_MAX_BACKOFF_S), while the others go on.
+- What stops every table stops the process: another producer took a table's topic over
+  (exit 4), or Kafka, the registry, the object store or the Spark driver is gone (3). The
+  first such error is raised once every table's thread has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from producer import metrics
+from producer.errors import FencedError
+from producer.settings import ProducerSettings, SourceSection
+from producer.spark_errors import lost_driver
+from schemas.errors import CdfBridgeError, TransientError
+from schemas.retry import Stopped, retrying
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("cdfbridge.producer")
+TABLE_MAX_BACKOFF_S = 300.0
+
+
+def follow_all(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
+    """Follow every table of settings until each is done (--until-version) or stop is set;
+    raises the first error that stops every table."""
+    tables = [_Table(settings, source, spark, stop) for source in settings.sources()]
+    metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
+    for table in tables:
+        table.thread.start()
+    for table in tables:
+        table.thread.join()
+    stopping = next((t.error for t in tables if t.error is not None), None)
+    if stopping is not None:
+        raise stopping
+
+
+def stops_every_table(exc: BaseException, spark: SparkSession) -> bool:
+    """Fenced, a shared service that does not answer, or the Spark driver gone."""
+    if isinstance(exc, FencedError | TransientError):
+        return True
+    return lost_driver(exc, spark, 0) is not None
+
+
+class _Table:
+    """One table's thread: follow it, retrying what fails it alone."""
+
+    def __init__(
+        self,
+        settings: ProducerSettings,
+        source: SourceSection,
+        spark: SparkSession,
+        stop: threading.Event,
+    ) -> None:
+        self.settings = settings.model_copy(update={"source": source, "tables": []})
+        self.source, self.spark, self.stop = source, spark, stop
+        self.topic = source.topic_name
+        self.error: BaseException | None = None  # what stopped every table, if this saw it
+        self.thread = threading.Thread(target=self._run, name=f"table-{self.topic}", daemon=True)
+
+    def _run(self) -> None:
+        from producer.run import follow_table
+
+        retry = retrying(
+            f"table {self.source.table}",
+            max_backoff_s=TABLE_MAX_BACKOFF_S,
+            stop=self.stop,
+            retry_on=self._fails_alone,
+        )
+        metrics.TABLE_FAILED.labels(self.topic).set(0)
+        try:
+            retry(follow_table, self.settings, self.spark, self.stop)
+        except Stopped:
+            return
+        except BaseException as exc:  # noqa: BLE001 - handed to follow_all to raise
+            if stops_every_table(exc, self.spark):
+                self.error = exc
+                self.stop.set()  # every other table stops too
+            # else the process is stopping while this table failed: it was logged
+
+    def _fails_alone(self, exc: BaseException) -> bool:
+        """True (retry this table) unless exc stops every table or the process is stopping;
+        a table's own failure is logged and counted here."""
+        if self.stop.is_set() or stops_every_table(exc, self.spark):
+            return False
+        metrics.TABLE_FAILED.labels(self.topic).set(1)
+        metrics.TABLE_FAILURES.labels(self.topic).inc()
+        metrics.event(
+            "table_failed",
+            logging.WARNING,
+            table=self.source.table,
+            topic=self.topic,
+            error=f"{type(exc).__name__}: {exc}"[:1000],
+        )
+        if not isinstance(exc, CdfBridgeError):  # ours say what to do; others need the trace
+            log.error("unexpected failure of table %s", self.source.table, exc_info=exc)
+        return True
