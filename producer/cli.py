@@ -62,6 +62,17 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="send a null value after each delete (compacted topics)",
     )
+    source.add_argument(
+        "--exclude-columns",
+        metavar="COL[,COL]",
+        help="columns never published (left out of the value schema and every message)",
+    )
+    source.add_argument(
+        "--hash-columns",
+        metavar="COL[,COL]",
+        help="columns published as the lowercase hex SHA-256 of their value (string, binary or "
+        "integer columns; NULL stays NULL): pseudonymised, not anonymised",
+    )
     source.add_argument("--partitions", type=int, help="partitions of a topic this creates")
     source.add_argument("--metrics-port", type=int, help="Prometheus port (0: none)")
     spark = p.add_argument_group("spark")

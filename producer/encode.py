@@ -1,5 +1,9 @@
 """Changes → Confluent-framed Avro key and value, computed by Spark in the JVM (to_avro).
 
+Only the value schema's columns are encoded, so a column the policy leaves out
+(schemas/column_policy.py) is never read into a value; a hashed one is replaced by Spark's
+`sha2(col, 256)` of its bytes (an integer: of its decimal text) in the same tasks.
+
 Python never touches a row here: the driver receives Arrow batches of ready-made bytes,
 cut into key-hash slices and checked for NULL keys next door (producer/slices.py).
 """
@@ -8,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -54,12 +58,13 @@ def describe_key(raw: bytes, wire: WireSchema | None) -> str:
 @dataclass(frozen=True)
 class Encoding:
     """What turns changes into key and value bytes: the topic's wire schemas, its key
-    columns, and whether update preimages are published."""
+    columns, whether update preimages are published, and the columns published hashed."""
 
     key: WireSchema
     value: WireSchema
     primary_key: Sequence[str]
     include_preimage: bool
+    hashed: frozenset[str] = field(default_factory=frozenset)
 
     def encode(self, frame: DataFrame) -> DataFrame:
         """Key/value bytes of every change in frame, with what the driver needs to order them.
@@ -70,6 +75,7 @@ class Encoding:
 
         if not self.include_preimage:
             frame = frame.where(col(changes.CHANGE_TYPE) != changes.UPDATE_PREIMAGE)
+        frame = hashed(frame, self.hashed)
         value_columns = [delta_name(field) for field in self.value.schema["fields"]]
         key_is_null = _any_null(self.primary_key)
         # A NULL key cannot be encoded; it is left NULL and reported by the driver with its
@@ -93,6 +99,23 @@ def snapshot_changes(frame: DataFrame, version: int, committed_at: datetime) -> 
         frame.withColumn(changes.CHANGE_TYPE, lit(changes.SNAPSHOT))
         .withColumn(changes.COMMIT_VERSION, lit(version).cast("long"))
         .withColumn(changes.COMMIT_TIMESTAMP, lit(committed_at).cast("timestamp"))
+    )
+
+
+def hashed(frame: DataFrame, names: frozenset[str]) -> DataFrame:
+    """frame with each of the named columns it has replaced by the lowercase hex SHA-256 of
+    its value (binary: its bytes; string: UTF-8; integers: decimal text), NULL kept NULL."""
+    from pyspark.sql.functions import sha2
+    from pyspark.sql.types import BinaryType
+
+    def sha256(name: str, binary: bool) -> Column:
+        return sha2(column(name) if binary else column(name).cast("string"), 256)
+
+    present = [f for f in frame.schema.fields if f.name in names] if names else []
+    if not present:
+        return frame
+    return frame.withColumns(
+        {f.name: sha256(f.name, isinstance(f.dataType, BinaryType)) for f in present}
     )
 
 

@@ -4,7 +4,8 @@
     plan    the unpublished versions into chunks           Course (producer/course.py), from
                                                            the history's row estimates
     read    a chunk's changes, its schema checked first    DeltaSource.changes, RangeSchemas
-    encode  key and value as Confluent-framed Avro         Encoding (producer/encode.py), in Spark
+    encode  key and value as Confluent-framed Avro, the    Encoding (producer/encode.py), in Spark
+            column policy's columns left out or hashed
     slice   by key hash when one read would hold too many  encoded_slices (producer/slices.py)
 
 With --snapshot, the table's state at a version comes first, dressed as changes. run()
@@ -28,6 +29,7 @@ from producer.slices import Slice, encoded_slices, sample
 from producer.source import DeltaSource
 from producer.spark_errors import lost_driver, reading
 from producer.table_schemas import RangeSchemas, TableSchema
+from schemas.column_policy import ColumnPolicy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,13 +48,17 @@ def follow(
     in_pool(source.spark, config.topic_name)  # this generator runs in a thread of its own
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
-    ranges = RangeSchemas(source.schema_json, schemas, config.primary_key, config.include_preimage)
+    policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
+    ranges = RangeSchemas(
+        source.schema_json, schemas, config.primary_key, config.include_preimage, policy
+    )
     chunks = _Chunks(source, ranges, course)
 
     def wait() -> bool:  # for the table to change; True: stop
         return stop.wait(config.poll_interval_s)
 
     try:
+        ranges.check_policy(source.latest_version())  # the columns it names are the table's
         if snapshot_at is not None:
             yield from chunks.snapshot(snapshot_at)
         for span in spans(course, source.latest_version, wait):  # poll

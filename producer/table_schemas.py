@@ -5,6 +5,10 @@ Equal schemas at a range's ends mean no change in between: Delta refuses a Chang
 Feed read across a metadata change its read schema cannot represent, so a column added and
 then dropped inside the range still stops the read. The last schema looked up is kept, so a
 table whose schema does not change costs one lookup per poll.
+
+What is registered, and compared for evolution, is the schema as published: the column
+policy's excluded columns left out and its hashed ones as strings (schemas/column_policy.py).
+So a new column is followed as before, and a new excluded one changes nothing published.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from producer.errors import SchemaChangeError
 from producer.plan import Chunk
 from producer.registry import TopicSchemas
 from schemas.avro import key_schema, value_schema
+from schemas.column_policy import ColumnPolicy
 
 TableSchema = dict[str, Any]  # Spark's StructType as JSON
 
@@ -31,15 +36,23 @@ class RangeSchemas:
         topic: TopicSchemas,
         primary_key: Sequence[str],
         include_preimage: bool,
+        policy: ColumnPolicy | None = None,
     ) -> None:
         self._lookup, self.topic = lookup, topic
         self.primary_key, self.include_preimage = primary_key, include_preimage
+        self.policy = policy or ColumnPolicy()
         self._known: tuple[int, TableSchema] | None = None  # the last schema looked up
 
     def at(self, version: int) -> TableSchema:
         schema = self._lookup(version)
         self._known = (version, schema)
         return schema
+
+    def check_policy(self, version: int) -> None:
+        """The table at version (its latest, at start-up) has every column the policy names,
+        and those it hashes can be: ColumnPolicyError otherwise."""
+        if self.policy:
+            self.policy.check(self._lookup(version), self.topic.table, version)
 
     def of_range(self, first: int, last: int) -> TableSchema | None:
         """The schema of every version first..last if they share one, else None. The range
@@ -83,16 +96,17 @@ class RangeSchemas:
         key, value = self.topic.key, self.topic.value
         if key is None or value is None:
             raise RuntimeError("schemas are registered before any read")
-        return Encoding(key, value, self.primary_key, self.include_preimage)
+        return Encoding(key, value, self.primary_key, self.include_preimage, self.policy.hashed)
 
     def sizing(self, table_schema: TableSchema) -> Encoding:
         """An encoding to measure changes of table_schema with: registry ids do not change
         the size, so none need be registered."""
         key, value = self._avro(table_schema)
-        return Encoding(
-            WireSchema(key, 0), WireSchema(value, 0), self.primary_key, self.include_preimage
-        )
+        wire = WireSchema(key, 0), WireSchema(value, 0)
+        return Encoding(*wire, self.primary_key, self.include_preimage, self.policy.hashed)
 
     def _avro(self, table_schema: TableSchema) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The key and value schemas of table_schema as published."""
         name, pk = self.topic.topic, list(self.primary_key)
-        return key_schema(table_schema, pk, name), value_schema(table_schema, name, pk)
+        published = self.policy.published(table_schema)
+        return key_schema(published, pk, name), value_schema(published, name, pk)
