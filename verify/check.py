@@ -2,7 +2,8 @@
 
 1. version: --version, else the last one the producer published (its progress topic);
 2. copy the Delta snapshot at that version into a staging table of the target's types
-   (read by delta-rs, or by Spark for reader features delta-rs lacks: routes.py);
+   (read by delta-rs, or by Spark for reader features delta-rs lacks: routes.py), as the
+   producer publishes it: --exclude-columns left out, --hash-columns hashed (hashed.py);
 3. compare counts and hashes; on a mismatch, find the lost, extra and wrong keys;
 4. with --wait, repeat from 1 until equal or out of time (the consumer may be catching up).
 """
@@ -20,7 +21,7 @@ from schemas.clickhouse import quote
 from schemas.clickhouse_client import connect
 from schemas.progress import Progress
 from schemas.target import Target, existing_columns
-from verify import canonical, compare, snapshot
+from verify import canonical, compare, hashed, snapshot
 from verify.canonical import split_type
 from verify.errors import NothingToCompareError
 from verify.report import Report
@@ -43,9 +44,7 @@ def verify(settings: VerifySettings) -> Report:
         while True:
             version = s.version if s.version is not None else _published(settings)
             if version != staged:
-                delta = snapshot.open_version(settings, version)
-                shared, problems = _shared_columns(columns, delta.names)
-                snapshot.stage(client, staging, shared, delta)
+                shared, problems = _stage(settings, client, staging, columns, version)
                 staged = version
             report = _compare(client, s.table, version, staging, target, shared, keys, problems)
             if report.equal or time.monotonic() >= deadline:
@@ -76,6 +75,24 @@ def _compare(
     return Report(
         source, version, target.current_view, delta, ours, problems, normalised=emptied, **found
     )
+
+
+def _stage(
+    settings: VerifySettings,
+    client: Any,
+    staging: Target,
+    target: Sequence[tuple[str, str]],
+    version: int,
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Copy the snapshot at version, with the column policy applied; returns the columns
+    compared and the schema problems found."""
+    delta, policy = snapshot.open_version(settings, version), settings.verify.column_policy
+    policy.check(delta.schema, settings.verify.table, version)
+    published = [name for name in delta.names if name not in policy.exclude]
+    shared, problems = _shared_columns(target, published)
+    hashes, unhashed = hashed.hashed_columns(policy, delta.schema, shared)
+    snapshot.stage(client, staging, shared, delta, hashes)
+    return shared, problems + unhashed
 
 
 def _published(settings: VerifySettings) -> int:

@@ -41,6 +41,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--primary-key", help="key columns, comma-separated (default: ORDER BY)")
     p.add_argument("--version", type=int, help="Delta version (default: last published)")
     p.add_argument(
+        "--exclude-columns",
+        metavar="COL[,COL]",
+        help="columns the producer leaves out (its --exclude-columns): not compared",
+    )
+    p.add_argument(
+        "--hash-columns",
+        metavar="COL[,COL]",
+        help="columns the producer publishes hashed (its --hash-columns): the Delta side is "
+        "compared as their SHA-256",
+    )
+    p.add_argument(
         "--wait",
         dest="wait_seconds",
         type=float,

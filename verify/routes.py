@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -35,11 +35,12 @@ VACUUMED = "if its history was vacuumed, compare a newer version with --version"
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What every reader returns: the table's columns and a scan of chosen ones."""
+    """What every reader returns: the table's columns, its schema and a scan of chosen ones."""
 
     route: Route
     names: list[str]  # the table's columns, as named at this version
     batches: Callable[[Sequence[str]], Iterator[pa.RecordBatch]]  # of these columns
+    schema: dict[str, Any]  # as Delta stores it (Spark's StructType JSON)
 
 
 def choose(min_reader_version: int, reader_features: Iterable[str] | None, forced: Choice) -> Route:

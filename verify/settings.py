@@ -8,10 +8,12 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from schemas.column_policy import ColumnPolicy
 from schemas.naming import default_table, default_topic
 from schemas.settings import ConnectionSettings, Section
 from schemas.spark_session import SparkSection
 from schemas.storage import StorageSettings
+from schemas.tables import check_columns
 from verify.routes import Choice
 
 
@@ -26,8 +28,11 @@ class VerifySection(Section):
     storage_options: dict[str, str] = Field(default_factory=dict)
     # auto: delta-rs, or Spark for reader features delta-rs is not known to read (routes.py).
     reader: Choice = "auto"
+    # The producer's column policy: columns it leaves out, and columns it publishes hashed.
+    exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    @field_validator("primary_key", mode="before")
+    @field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")
     @classmethod
     def _comma_list(cls, value: object) -> object:
         if isinstance(value, str):
@@ -38,7 +43,12 @@ class VerifySection(Section):
     def _table_given(self) -> VerifySection:
         if not self.table:
             raise ValueError("no Delta table: pass --table or set CDFBRIDGE_VERIFY__TABLE")
+        check_columns(self.primary_key, self.exclude_columns, self.hash_columns, self.table)
         return self
+
+    @property
+    def column_policy(self) -> ColumnPolicy:
+        return ColumnPolicy.of(self.exclude_columns, self.hash_columns)
 
     @property
     def topic_name(self) -> str:

@@ -7,6 +7,7 @@ dataset, its DataFusion scan (deletion vectors, column mapping), or Spark.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,9 +17,8 @@ import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from schemas.clickhouse import quote
 from schemas.target import Target
-from verify import routes
+from verify import hashed, routes
 from verify.errors import NothingToCompareError
 from verify.routes import VACUUMED, Route, Snapshot
 from verify.settings import VerifySettings
@@ -40,8 +40,9 @@ def open_version(settings: VerifySettings, version: int) -> Snapshot:
 
         return open_with_spark(settings, version)
     names = [field.name for field in table.schema().fields]
+    schema = json.loads(table.schema().to_json())
     if route is Route.DATAFUSION:
-        return Snapshot(route, names, lambda columns: _scan(table, uri, version, columns))
+        return Snapshot(route, names, lambda c: _scan(table, uri, version, c), schema)
     try:
         dataset = table.to_pyarrow_dataset()
     except DeltaError as exc:
@@ -52,7 +53,7 @@ def open_version(settings: VerifySettings, version: int) -> Snapshot:
             uri, version, dataset.to_batches(columns=list(columns), batch_size=BATCH_ROWS)
         )
 
-    return Snapshot(route, names, files)
+    return Snapshot(route, names, files, schema)
 
 
 def _open(uri: str, version: int, storage_options: Mapping[str, str]) -> DeltaTable:
@@ -105,15 +106,23 @@ def _oneline(exc: Exception, limit: int = 400) -> str:
     return " ".join(text.split())[:limit]
 
 
-def stage(client: Any, staging: Target, columns: Sequence[tuple[str, str]], delta: Snapshot) -> int:
-    """(Re)create `staging` with the target's column types and fill it; returns rows copied."""
-    definition = ", ".join(f"{quote(name)} {kind}" for name, kind in columns)
+def stage(
+    client: Any,
+    staging: Target,
+    columns: Sequence[tuple[str, str]],
+    delta: Snapshot,
+    hashes: hashed.Hashed | None = None,
+) -> int:
+    """(Re)create `staging` with the target's column types and fill it, the `hashes` columns
+    hashed as the producer hashes them (verify/hashed.py); returns rows copied."""
+    hashes = hashes or {}
+    definition = ", ".join(hashed.definition(name, kind, hashes) for name, kind in columns)
     client.command(f"DROP TABLE IF EXISTS {staging.name}")
     client.command(f"CREATE TABLE {staging.name} ({definition}) ENGINE = MergeTree ORDER BY ()")
     rows = 0
     for block in _blocks(delta.batches([name for name, _ in columns])):
         # ClickHouse converts the Arrow types to the column types, as it does for Avro.
-        client.insert_arrow(staging.table, block, staging.database)
+        client.insert_arrow(staging.table, hashed.raw(block, hashes), staging.database)
         rows += block.num_rows
     return rows
 

@@ -42,7 +42,7 @@ def open_with_spark(settings: VerifySettings, version: int) -> Snapshot:
         with _translated(uri, version, endpoint):
             yield from arrow_batches(frame.select(*[column(name) for name in columns]))
 
-    return Snapshot(Route.SPARK, list(frame.columns), batches)
+    return Snapshot(Route.SPARK, list(frame.columns), batches, frame.schema.jsonValue())
 
 
 def arrow_batches(frame: DataFrame) -> Iterator[pa.RecordBatch]:
