@@ -11,7 +11,8 @@ same `follow_table` that runs a single table, fairly, and failing alone.
   (`cdfbridge_producer_table_failed`) and retried from its last whole chunk with back-off
   (0.5 s doubling up to TABLE_MAX_BACKOFF_S), while the others go on.
 - What stops every table stops the process: another producer took a table's topic over
-  (exit 4), or Kafka, the registry, the object store or the Spark driver is gone (3). The
+  (exit 4), Kafka, the registry, the object store or the Spark driver is gone (3), or one
+  of them refuses the shared settings, such as credentials (2). The
   first such error is raised once every table's thread has ended.
 """
 
@@ -25,7 +26,7 @@ from producer import metrics
 from producer.errors import FencedError
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
-from schemas.errors import CdfBridgeError, TransientError
+from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
 from schemas.retry import Stopped, retrying
 
 if TYPE_CHECKING:
@@ -50,8 +51,11 @@ def follow_all(settings: ProducerSettings, spark: SparkSession, stop: threading.
 
 
 def stops_every_table(exc: BaseException, spark: SparkSession) -> bool:
-    """Fenced, a shared service that does not answer, or the Spark driver gone."""
+    """Fenced, a shared service that does not answer or refuses the shared settings (bad
+    credentials, say), or the Spark driver gone."""
     if isinstance(exc, FencedError | TransientError):
+        return True
+    if isinstance(exc, ConfigError) and not isinstance(exc, TableConfigError):
         return True
     return lost_driver(exc, spark, 0) is not None
 

@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from schemas.errors import ConfigError
+from schemas.errors import TableConfigError
 from schemas.kafka_errors import error_of
 from schemas.naming import progress_topic
 from schemas.retry import retrying
@@ -47,7 +47,9 @@ def ensure_topics(
     except KafkaException as exc:
         error = error_of(exc)
         if error.code() == KafkaError.TOPIC_EXCEPTION:  # Kafka's InvalidTopicException
-            raise ConfigError(f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}") from exc
+            raise TableConfigError(
+                f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}"
+            ) from exc
         raise client_failure(error, where, f"creating topic {topic}") from exc
 
 

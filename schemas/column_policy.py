@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.errors import ConfigError
+from schemas.errors import TableConfigError
 
 TableSchema = dict[str, Any]  # Spark's StructType as JSON
 BYTES = frozenset({"string", "binary"})
@@ -29,7 +29,7 @@ HASHABLE = BYTES | INTEGRAL
 HASHED_TYPE = "string"  # what a hashed column is published as
 
 
-class ColumnPolicyError(ConfigError):
+class ColumnPolicyError(TableConfigError):
     """--exclude-columns or --hash-columns names a column the table cannot take it for."""
 
 

@@ -21,5 +21,10 @@ class ConfigError(TerminalError):
     """Settings are missing, malformed or inconsistent."""
 
 
+class TableConfigError(ConfigError):
+    """A setting of one table is wrong (its topic name, its column policy): with several
+    tables in one process, that table fails alone."""
+
+
 class ServiceUnavailableError(TransientError):
     """A service did not answer in time."""

@@ -14,10 +14,16 @@ import pytest
 from prometheus_client import REGISTRY
 
 from consumer.loop import Pipeline
+from producer.errors import FencedError, NullKeyError, SchemaChangeError
 from producer.generate import Generator
+from producer.lake import stops_every_table
 from producer.run import run
 from producer.settings import ProducerSettings
+from schemas.column_policy import ColumnPolicyError
+from schemas.errors import TableConfigError
 from schemas.progress import Progress
+from schemas.registry_errors import RegistryAccessError
+from schemas.service_errors import UnreachableError
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
@@ -233,3 +239,22 @@ def _toml(endpoints: Endpoints, entries: list[dict[str, Any]], **source: Any) ->
 
 def _value(value: Any) -> str:
     return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+@pytest.mark.parametrize(
+    ("error", "every_table"),
+    [
+        (FencedError("cdfbridge-t"), True),
+        (UnreachableError("Kafka", "k:9092", 5, "timed out"), True),
+        (RegistryAccessError("http://registry", 401, "unauthorized"), True),
+        (SchemaChangeError("/t", 3, "age dropped"), False),
+        (NullKeyError("/t", 3, ["id"]), False),
+        (ColumnPolicyError("no column ssn"), False),
+        (TableConfigError("Kafka refuses the topic name 'a b'"), False),
+        (ValueError("an error of no kind of ours"), False),
+    ],
+)
+def test_which_failures_stop_every_table_and_which_fail_one_alone(
+    spark: Any, error: Exception, every_table: bool
+) -> None:
+    assert stops_every_table(error, spark) is every_table

@@ -1,0 +1,239 @@
+"""Many tables through one producer and one consumer: freshness per table and memory.
+
+    .venv/bin/python bench/lake_bench.py --tables 1 --tables 20 [--seconds 60]
+    .venv/bin/python bench/lake_bench.py --tables 5 --backfill-rows 5000000
+
+For each --tables N: N Delta tables (the demo generator's shape) each take a commit of
+--rows-per-commit inserts every --interval seconds, while one producer (`[[tables]]` in a
+config file) and one consumer (the same file) follow them all. A commit's freshness is the
+time from its Delta commit timestamp until ClickHouse has stored all its rows (one query
+over every table's insert counter, every 0.2 s). Measuring starts after --warmup-s and once
+every table's commit two back is stored. Prints p50/p99/max per table and over all, and the
+producer's and consumer's peak RSS (process trees: Python + Spark JVM); with several counts,
+the producer's peak RSS against the first count's.
+
+--backfill-rows R adds a table of R changes (inserts, 5% updated, 1% deleted: the backlog of
+bench/producer_bench.py) that the producer backfills from version 0 while the N tables keep
+committing; their freshness is measured while it runs, and the backfill's rows/s is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import clickhouse_connect
+import target
+from output import save, table
+from producer_bench import build_table
+from stages import PeakRss, start
+
+from producer.generate import Generator
+from schemas.settings import ConnectionSettings
+
+
+def config_text(database: str, tables: dict[str, tuple[str, str]], poll_s: float) -> str:
+    """[[tables]] for both stages: {name: (path, topic)}, ClickHouse table = name."""
+    lines = [
+        f'[clickhouse]\ndatabase = "{database}"',
+        f"[source]\npoll_interval_s = {poll_s}\nmetrics_port = 0",
+        "[consumer]\nmetrics_port = 0\nbatch_seconds = 0.5",
+    ]
+    for name, (path, topic) in tables.items():
+        entry = f'table = "{path}"\nprimary_key = "id"\ntopic = "{topic}"\ntarget = "{name}"'
+        lines.append(f"[[tables]]\n{entry}")
+    return "\n\n".join(lines) + "\n"
+
+
+def visible(client: Any, database: str) -> dict[tuple[str, int], int]:
+    """Rows stored so far per (table, Delta version), over every table's counter."""
+    rows = client.query(
+        "SELECT replaceOne(_table, '_inserted', ''), _commit_version, sum(rows) "  # noqa: S608
+        f"FROM merge('{database}', '_inserted$') GROUP BY 1, 2"
+    ).result_rows
+    return {(str(t), int(v)): int(n) for t, v, n in rows}
+
+
+def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]:
+    settings = ConnectionSettings()
+    client = clickhouse_connect.get_client(dsn=settings.clickhouse.url)
+    database = f"bench_lake_{uuid.uuid4().hex[:8]}"
+    client.command(f"CREATE DATABASE `{database}`")
+    run_id = uuid.uuid4().hex[:6]
+    names = [f"t{i:02d}" for i in range(count)]
+    tables = {n: (str(root / f"{run_id}_{n}"), f"cdfbridge.lake_{run_id}_{n}") for n in names}
+    generators = {n: Generator(tables[n][0], seed=i) for i, n in enumerate(names)}
+    if args.backfill_rows:
+        path = root / f"backlog_{args.backfill_rows}"
+        build_table(path, args.backfill_rows)
+        tables["backfill"] = (str(path), f"cdfbridge.lake_{run_id}_backfill")
+    for name in tables:
+        target.create(client, database, name)
+    config = root / f"{run_id}.toml"
+    config.write_text(config_text(database, tables, args.poll_interval))
+    logs = Path(__file__).parent / "results" / "logs"
+    env = {**os.environ}
+    producer = start(
+        ["producer", "--config", str(config)], env, logs / f"lake_{run_id}.producer.log"
+    )
+    consumer = start(
+        ["consumer", "--config", str(config), "run"], env, logs / f"lake_{run_id}.consumer.log"
+    )
+    rss = {"producer": PeakRss(producer.pid), "consumer": PeakRss(consumer.pid)}
+    for sampler in rss.values():
+        sampler.start()
+    committed: dict[tuple[str, int], tuple[float, int]] = {}  # → (commit time, rows)
+    samples: list[tuple[float, dict[tuple[str, int], int]]] = []
+    began, tick, measured_from = time.monotonic(), 0, None
+    pool = ThreadPoolExecutor(max_workers=4)
+    try:
+        while measured_from is None or tick < measured_from + args.seconds / args.interval:
+            time.sleep(max(0.0, began + tick * args.interval - time.monotonic()))
+            versions = dict(
+                zip(
+                    names,
+                    pool.map(lambda n: generators[n].commit("insert", args.rows_per_commit), names),
+                    strict=True,
+                )
+            )
+            now = time.time()
+            for name, version in versions.items():
+                committed[(name, version)] = (now, args.rows_per_commit)
+            samples.append((time.time(), visible(client, database)))
+            warm = time.monotonic() - began >= args.warmup_s
+            if measured_from is None and warm and _caught_up(samples[-1][1], versions, args):
+                measured_from, first = tick, dict(versions)
+                backfilled = [(time.time(), _rows_of(samples[-1][1], "backfill"))]
+            tick += 1
+            if producer.poll() is not None or consumer.poll() is not None:
+                raise SystemExit(f"a stage exited; logs in {logs}/lake_{run_id}.*.log")
+        backfilled.append((time.time(), _rows_of(samples[-1][1], "backfill")))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _caught_up(
+            samples[-1][1], versions, args, back=0
+        ):
+            time.sleep(0.2)
+            samples.append((time.time(), visible(client, database)))
+    finally:
+        for stage in (producer, consumer):
+            stage.send_signal(signal.SIGTERM)
+            stage.wait(120)
+        for sampler in rss.values():
+            sampler.done.set()
+        client.command(f"DROP DATABASE `{database}`")
+    lags: dict[str, list[float]] = {name: [] for name in names}
+    for (name, version), (at, rows) in committed.items():
+        if version < first[name]:
+            continue
+        seen = next((s for s, counts in samples if counts.get((name, version), 0) >= rows), None)
+        lags[name].append(float("inf") if seen is None else seen - at)
+    (t0, r0), (t1, r1) = backfilled
+    backfill = {
+        "stored_at_start": r0,
+        "stored_at_end": r1,
+        "rows_per_s": round((r1 - r0) / (t1 - t0)),
+    }
+    return {
+        "tables": count,
+        "lags": lags,
+        "backfill": backfill,
+        **{k: v.mib for k, v in rss.items()},
+    }
+
+
+def _rows_of(seen: dict[tuple[str, int], int], name: str) -> int:
+    return sum(n for (t, _), n in seen.items() if t == name)
+
+
+def _caught_up(
+    seen: dict[tuple[str, int], int],
+    versions: dict[str, int],
+    args: argparse.Namespace,
+    back: int = 2,
+) -> bool:
+    return all(seen.get((n, v - back), 0) >= args.rows_per_commit for n, v in versions.items())
+
+
+def _pct(values: list[float], q: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--tables", type=int, action="append", help="tables committing (repeatable)")
+    p.add_argument("--rows-per-commit", type=int, default=1_000)
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between commits")
+    p.add_argument("--seconds", type=float, default=60.0, help="measured, after warm-up")
+    p.add_argument("--warmup-s", type=float, default=30.0)
+    p.add_argument("--poll-interval", type=float, default=0.5, help="the producer's")
+    p.add_argument("--backfill-rows", type=int, default=0, help="a table backfilled meanwhile")
+    args = p.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="cdfbridge-lake-"))
+    results = [scenario(args, count, root) for count in args.tables or [20]]
+    rows, base = [], results[0]["producer"]
+    for result in results:
+        every = [lag for lags in result["lags"].values() for lag in lags]
+        worst = max(result["lags"].items(), key=lambda item: _pct(item[1], 99))
+        rows.append(
+            (
+                result["tables"],
+                len(every),
+                round(_pct(every, 50), 2),
+                round(_pct(every, 99), 2),
+                f"{round(_pct(worst[1], 99), 2)} ({worst[0]})",
+                round(max(every), 2),
+                result["producer"],
+                f"{result['producer'] / base:.2f}×",
+                result["consumer"],
+            )
+        )
+    print(
+        table(
+            (
+                "tables",
+                "commits",
+                "p50 s",
+                "p99 s",
+                "worst table p99 s",
+                "max s",
+                "producer MiB",
+                "vs first",
+                "consumer MiB",
+            ),
+            rows,
+        )
+    )
+    if args.backfill_rows:
+        for result in results:
+            print(
+                f"backfill of {args.backfill_rows:,} changes while measured: {result['backfill']}"
+            )
+
+    def draw(axes: Any) -> None:
+        for result in results:
+            names = sorted(result["lags"])
+            axes.plot(
+                names,
+                [_pct(result["lags"][n], 99) for n in names],
+                marker=".",
+                label=f"{result['tables']} tables",
+            )
+        axes.set_ylabel("p99 s, commit → stored")
+        axes.legend(fontsize=8)
+
+    paths = save("lake", {"args": vars(args), "results": results}, draw, "freshness per table")
+    print(f"\nwrote {paths[0]} and {paths[1]}")
+
+
+if __name__ == "__main__":
+    main()
