@@ -12,6 +12,7 @@ from producer.errors import FencedError
 from producer.settings import ProducerSettings
 from schemas.cli import run_command
 from schemas.settings import env_vars
+from schemas.tables import own_sections
 
 EXIT_CODES = """\
 exit codes:
@@ -97,6 +98,7 @@ def parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> ProducerSettings:
     """Flags over --config file over env vars over defaults."""
     values: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
+    values = own_sections(values, ProducerSettings)
     source_flags = {
         k: v
         for k, v in vars(args).items()

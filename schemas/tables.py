@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from schemas.naming import default_table, default_topic
@@ -30,6 +30,8 @@ from schemas.settings import Section
 
 # Keys of an entry that the consumer reads; every other one is the producer's.
 CONSUMER_KEYS = frozenset({"target", "order_by", "partition_by"})
+# Sections of a config file that only some stages read: one file serves every stage.
+STAGE_SECTIONS = frozenset({"source", "spark", "storage", "consumer", "verify"})
 
 
 def comma_list(value: object) -> object:
@@ -90,6 +92,12 @@ class TableEntry(Section):
             for key, value in self.model_dump(exclude_unset=True).items()
             if key not in CONSUMER_KEYS
         }
+
+
+def own_sections(values: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """A config file's values without the sections of other stages; any other key the model
+    does not know is still refused by it (a typo fails at start-up)."""
+    return {k: v for k, v in values.items() if k in model.model_fields or k not in STAGE_SECTIONS}
 
 
 def check_columns(

@@ -11,11 +11,12 @@ from typing import Any
 
 from schemas.cli import run_command
 from schemas.settings import env_vars
+from schemas.tables import own_sections
 from verify.settings import VerifySettings
 
 EXIT_CODES = """\
 exit codes:
-  0  equal
+  0  equal (every table, with [[tables]])
   1  not equal (the report names lost, extra and wrong keys), nothing to compare yet, or the
      Delta table cannot be read (the message says why)
   2  invalid settings or arguments, credentials ClickHouse refused, or a Spark reader without
@@ -76,7 +77,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config",
         type=Path,
-        help="TOML file with [verify], [kafka], [clickhouse], [storage], [spark]",
+        help="TOML file with [verify], [kafka], [clickhouse], [storage], [spark]; with "
+        "[[tables]] (as the producer and the consumer read it), every table is compared "
+        "unless --table picks one",
     )
     return p
 
@@ -84,6 +87,7 @@ def parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> VerifySettings:
     """Flags over --config file over env vars over defaults."""
     values: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
+    values = own_sections(values, VerifySettings)
     flags = {
         k: v
         for k, v in vars(args).items()
@@ -106,8 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     def compare(settings: VerifySettings) -> int:
         from verify.check import verify
 
-        report = verify(settings)
-        print(json.dumps(report.as_dict(), default=str, indent=2) if args.json else report.render())
-        return 0 if report.equal else 1
+        reports = [verify(table) for table in settings.each()]
+        if args.json:
+            found = [report.as_dict() for report in reports]
+            print(json.dumps(found[0] if len(found) == 1 else found, default=str, indent=2))
+        else:
+            print("\n\n".join(report.render() for report in reports))
+        return 0 if all(report.equal for report in reports) else 1
 
     return run_command("cdfbridge-verify", lambda: settings_from(args), compare)

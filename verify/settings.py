@@ -13,7 +13,7 @@ from schemas.naming import default_table, default_topic
 from schemas.settings import ConnectionSettings, Section
 from schemas.spark_session import SparkSection
 from schemas.storage import StorageSettings
-from schemas.tables import check_columns
+from schemas.tables import TableEntry, check_columns
 from verify.routes import Choice
 
 
@@ -40,9 +40,7 @@ class VerifySection(Section):
         return value
 
     @model_validator(mode="after")
-    def _table_given(self) -> VerifySection:
-        if not self.table:
-            raise ValueError("no Delta table: pass --table or set CDFBRIDGE_VERIFY__TABLE")
+    def _consistent(self) -> VerifySection:
         check_columns(self.primary_key, self.exclude_columns, self.hash_columns, self.table)
         return self
 
@@ -60,9 +58,40 @@ class VerifySection(Section):
 
 
 class VerifySettings(ConnectionSettings):
-    verify: VerifySection
+    verify: VerifySection = Field(default_factory=VerifySection)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     spark: SparkSection = Field(default_factory=SparkSection)  # the Spark reader's session
+    # The lake's tables, as the producer and the consumer read them (schemas/tables.py).
+    tables: list[TableEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _table_given(self) -> VerifySettings:
+        if not self.verify.table and not self.tables:
+            raise ValueError(
+                "no Delta table: pass --table, set CDFBRIDGE_VERIFY__TABLE, or give a --config "
+                "file with [[tables]]"
+            )
+        return self
+
+    def each(self) -> list[VerifySettings]:
+        """The settings of each table to compare: --table alone (with its topic, target and
+        column policy from [[tables]] when it is listed there), else every [[tables]] entry.
+        Flags and [verify] win over an entry."""
+        if not self.verify.table:
+            return [self._for(entry) for entry in self.tables]
+        entry = next((e for e in self.tables if e.table == self.verify.table), None)
+        return [self if entry is None else self._for(entry)]
+
+    def _for(self, entry: TableEntry) -> VerifySettings:
+        listed = {
+            "table": entry.table,
+            "topic": entry.topic,
+            "clickhouse_table": entry.target,
+            "exclude_columns": entry.exclude_columns,
+            "hash_columns": entry.hash_columns,
+        }
+        section = VerifySection(**{**listed, **self.verify.model_dump(exclude_unset=True)})
+        return self.model_copy(update={"verify": section, "tables": []})
 
     @property
     def storage_options(self) -> dict[str, str]:
