@@ -45,7 +45,6 @@ def follow(
 ) -> Iterator[Slice]:
     """Slices of every change from version start on (after the snapshot at snapshot_at, if
     any), until --until-version is published or stop is set while polling."""
-    in_pool(source.spark, config.topic_name)  # this generator runs in a thread of its own
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
@@ -70,10 +69,19 @@ def follow(
         raise lost from exc
 
 
-def in_pool(spark: SparkSession, name: str) -> None:
-    """Run this thread's Spark jobs in the FAIR scheduler pool `name` (one per table, so that
-    tables sharing a session take turns); without FAIR scheduling Spark ignores it."""
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+# Spark's FAIR scheduler pools, for several tables in one session (producer/lake.py). Reads
+# far behind the head (backfills, snapshots) run in HISTORY, the head's fresh commits in
+# FOLLOW: the two pools share the cores while both have tasks, so a backfill never holds
+# back fresh commits, and within each pool jobs run in the order they came (FIFO), so small
+# tables take turns. (Spark breaks ties between pools by name: FOLLOW sorts first.)
+FOLLOW, HISTORY = "follow", "history"
+HISTORY_ROWS = 100_000  # a span of more changes than this reads history
+
+
+def in_pool(spark: SparkSession, pool: str) -> None:
+    """Run this thread's Spark jobs in the FAIR scheduler pool `pool`; without FAIR
+    scheduling (one table per process) Spark ignores it."""
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
 
 
 class _Chunks:
@@ -86,6 +94,8 @@ class _Chunks:
     def span(self, span: Span) -> Iterator[Slice]:
         began = time.monotonic()
         estimates = self.source.row_estimates(span.first, span.last, span.head)
+        rows = sum(n or 0 for n in estimates.values())
+        in_pool(self.source.spark, HISTORY if rows > HISTORY_ROWS else FOLLOW)
         schema = self.ranges.of_range(span.first, span.last)  # None: it changes in the span
         if schema is not None:
             self._learn_width(span, estimates, schema)
@@ -97,6 +107,7 @@ class _Chunks:
     def snapshot(self, version: int) -> Iterator[Slice]:
         """The table's state at version, as changes of that version."""
         began = time.monotonic()
+        in_pool(self.source.spark, HISTORY)
         schema = self.ranges.at(version)
         self.ranges.use(version, schema)
         state = self.source.snapshot(version)

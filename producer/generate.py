@@ -42,8 +42,14 @@ class Generator:
     """Commits batches of changes to the table at path; ids are decimal strings."""
 
     def __init__(
-        self, path: str, seed: int = 0, storage_options: Mapping[str, str] | None = None
+        self,
+        path: str,
+        seed: int = 0,
+        storage_options: Mapping[str, str] | None = None,
+        checkpoint_interval: int | None = None,
     ) -> None:
+        """checkpoint_interval: commits between checkpoints of a new table (Spark writes one
+        every 10; None: delta-rs's default, every 100)."""
         from deltalake import DeltaTable, write_deltalake
 
         self.path, self.random = path, random.Random(seed)  # noqa: S311 - demo data
@@ -51,6 +57,8 @@ class Generator:
         if not DeltaTable.is_deltatable(path, storage_options=self.options):
             empty = SCHEMA.empty_table()
             config = {"delta.enableChangeDataFeed": "true"}
+            if checkpoint_interval is not None:
+                config["delta.checkpointInterval"] = str(checkpoint_interval)
             write_deltalake(
                 path, empty, mode="append", configuration=config, storage_options=self.options
             )
@@ -127,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between commits")
     p.add_argument("--commits", type=int, default=0, help="stop after this many (0: never)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--checkpoint-interval",
+        type=int,
+        help="commits between checkpoints of a new table (Spark writes one every 10; default "
+        "delta-rs's 100)",
+    )
     args = p.parse_args(argv)
     if args.rows_per_commit <= 0 or args.interval < 0 or args.commits < 0:
         p.error("--rows-per-commit must be positive, --interval and --commits not negative")
@@ -138,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"cdfbridge-demo-data: invalid settings:\n{describe(exc)}", file=sys.stderr)
         return 2
-    generator = Generator(args.table, args.seed, options)
+    generator = Generator(args.table, args.seed, options, args.checkpoint_interval)
     done = 0
     while not stop.is_set() and (args.commits == 0 or done < args.commits):
         began = time.monotonic()

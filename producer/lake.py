@@ -1,9 +1,10 @@
 """Many tables through one Spark session: each table followed in a thread of its own, by the
 same `follow_table` that runs a single table, fairly, and failing alone.
 
-- One SparkSession in Spark's FAIR scheduler: each table's jobs run in a pool of its own
-  (producer/follow.py), so a big backfill's tasks take turns with a small table's fresh
-  commits instead of queueing ahead of them.
+- One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
+  snapshots) run in one pool and fresh commits in another (producer/follow.py), so a big
+  backfill's tasks take turns with the small tables' fresh commits instead of queueing
+  ahead of them.
 - Each table keeps its own topic, transactional id and progress record: exactly once holds
   per table, as with one table per process.
 - A table that fails on its own (a schema change, vacuumed versions, a NULL key, a path

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from producer import metrics
 from producer.encode import describe_key
-from producer.follow import follow, in_pool
+from producer.follow import FOLLOW, follow, in_pool
 from producer.prefetch import Prefetch
 from producer.publish import Publisher
 from producer.registry import TopicSchemas
@@ -91,7 +91,7 @@ def follow_table(settings: ProducerSettings, spark: SparkSession, stop: threadin
 
 def _follow(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
     config, topic = settings.source, settings.source.topic_name
-    in_pool(spark, topic)
+    in_pool(spark, FOLLOW)
     source = DeltaSource(spark, config.table)
     source.check_change_feed()
     kafka = settings.kafka.client_config()
@@ -143,7 +143,7 @@ def _publish_all(
         except InterruptedError:
             rows = None
         if rows is None:
-            metrics.event("aborted", versions=str(chunk), reason="stopping")
+            metrics.event("aborted", topic=topic, versions=str(chunk), reason="stopping")
             break
         seconds = time.monotonic() - began
         total += rows
@@ -153,6 +153,7 @@ def _publish_all(
         metrics.BEHIND.labels(topic).set(max(0, first.head - chunk.last))
         metrics.event(
             "chunk_published",
+            topic=topic,
             versions=str(chunk),
             rows=rows,
             rows_per_s=round(rows / seconds) if seconds else None,

@@ -35,7 +35,12 @@ SMALL_MACHINE_CONF = {
 }
 # spark-avro warns once per task that the key's Avro schema is non-nullable where Spark's
 # column is nullable; a NULL key is refused before it is encoded (NullKeyError).
-QUIET_LOGGERS = {"org.apache.spark.sql.avro.AvroSerializer": "ERROR"}
+QUIET_LOGGERS = {
+    "org.apache.spark.sql.avro.AvroSerializer": "ERROR",
+    # FAIR pools are made on first use (one per table), each with a warning that it was not
+    # declared in a file: the defaults (weight 1) are what the producer wants.
+    "org.apache.spark.scheduler.FairSchedulableBuilder": "ERROR",
+}
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(?:-\d+)?\.jar$")
 
 
