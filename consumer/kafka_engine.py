@@ -95,6 +95,7 @@ def statements(
     dedup_window: int,
     source: KafkaSource,
     reveal_secrets: bool = False,
+    partition_by: str = "",
 ) -> list[str]:
     """The DDL, in the order to run it; SASL passwords are masked unless revealed. The Kafka
     table reads the Avro names; its view writes the Delta names."""
@@ -104,7 +105,7 @@ def statements(
         for c in inputs
     )
     return [
-        create_table_sql(target, columns, order_by, dedup_window),
+        create_table_sql(target, columns, order_by, dedup_window, partition_by),
         current_view_sql(target),
         f"CREATE TABLE IF NOT EXISTS {errors(target).name} ({ERRORS_COLUMNS})\n"
         f"ENGINE = MergeTree ORDER BY (`topic`, `partition`, `offset`)",

@@ -1,4 +1,4 @@
-"""The Kafka-engine DDL (consumer/kafka_engine.py) for the settings' topic and table: its
+"""The Kafka-engine DDL (consumer/kafka_engine.py) for one topic's settings and table: its
 columns from the registry's latest value schema, its blocks cut like the consumer's batches,
 and applied to ClickHouse after the target table is created or checked as the consumer does.
 """
@@ -27,6 +27,7 @@ class Plan:
     order_by: list[str]
     dedup_window: int
     source: KafkaSource
+    partition_by: str = ""
 
     def statements(self, reveal_secrets: bool = False) -> list[str]:
         return statements(
@@ -37,6 +38,7 @@ class Plan:
             self.dedup_window,
             self.source,
             reveal_secrets,
+            self.partition_by,
         )
 
 
@@ -64,6 +66,7 @@ def plan(
             max_block_rows=settings.consumer.batch_rows,
             flush_interval_ms=int(settings.consumer.batch_seconds * 1000),
         ),
+        settings.consumer.partition_by,
     )
 
 
@@ -77,6 +80,13 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
     """Create (or check) the target table, then the Kafka table and its view."""
     client = connect(settings.clickhouse)
     with sorted_errors(settings.clickhouse.url):
-        table.ensure(client, chosen.target, chosen.columns, chosen.order_by, chosen.dedup_window)
+        table.ensure(
+            client,
+            chosen.target,
+            chosen.columns,
+            chosen.order_by,
+            chosen.dedup_window,
+            chosen.partition_by,
+        )
         for statement in chosen.statements(reveal_secrets=True)[2:]:
             client.command(statement)

@@ -25,6 +25,8 @@ class ConsumerSection(Section):
     table: str = ""
     # ORDER BY columns; default: the fields of the `<topic>-key` schema.
     primary_key: list[str] = Field(default_factory=list)
+    # PARTITION BY of the table when the consumer creates it (a ClickHouse expression).
+    partition_by: str = ""
     batch_rows: int = Field(default=100_000, gt=0)
     batch_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     batch_seconds: float = Field(default=5.0, gt=0)

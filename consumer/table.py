@@ -1,9 +1,11 @@
 """The target table: a ReplacingMergeTree made from the value schema, checked and evolved.
 
     CREATE TABLE db.t (<value columns>, _version UInt64 MATERIALIZED ..., _is_deleted UInt8
-    MATERIALIZED ...) ENGINE = ReplacingMergeTree(_version, _is_deleted) ORDER BY (<key>)
+    MATERIALIZED ...) ENGINE = ReplacingMergeTree(_version, _is_deleted)
+    [PARTITION BY <expression>] ORDER BY (<key>)
 
-and a view `<t>_current` that reads FINAL without deleted rows. Every identifier is quoted.
+and a view `<t>_current` that reads FINAL without deleted rows. Every identifier is quoted;
+the PARTITION BY expression is the setting's, as written.
 """
 
 from __future__ import annotations
@@ -21,16 +23,21 @@ Columns = Sequence[tuple[str, str]]
 
 
 def create_table_sql(
-    target: Target, columns: Columns, order_by: Sequence[str], dedup_window: int
+    target: Target,
+    columns: Columns,
+    order_by: Sequence[str],
+    dedup_window: int,
+    partition_by: str = "",
 ) -> str:
     body = ",\n    ".join(f"{quote(name)} {kind}" for name, kind in columns)
     key = ", ".join(quote(name) for name in order_by)
+    partition = f"PARTITION BY {partition_by}\n" if partition_by else ""
     return (
         f"CREATE TABLE IF NOT EXISTS {target.name} (\n    {body},\n"
         f"    {quote(VERSION)} UInt64 MATERIALIZED {VERSION_SQL},\n"
         f"    {quote(IS_DELETED)} UInt8 MATERIALIZED {IS_DELETED_SQL}\n)\n"
         f"ENGINE = ReplacingMergeTree({quote(VERSION)}, {quote(IS_DELETED)})\n"
-        f"ORDER BY ({key})\n"
+        f"{partition}ORDER BY ({key})\n"
         f"SETTINGS non_replicated_deduplication_window = {dedup_window}"
     )
 
@@ -74,16 +81,21 @@ def add_columns_sql(target: Target, new: Columns) -> str:
 
 
 def ensure(
-    client: Client, target: Target, columns: Columns, order_by: Sequence[str], dedup_window: int
+    client: Client,
+    target: Target,
+    columns: Columns,
+    order_by: Sequence[str],
+    dedup_window: int,
+    partition_by: str = "",
 ) -> list[tuple[str, str]]:
     """Create the table and view when missing, else check them and add new columns.
     Returns the columns added."""
     existing = existing_columns(client, target)
     if existing is None:
-        client.command(create_table_sql(target, columns, order_by, dedup_window))
+        client.command(create_table_sql(target, columns, order_by, dedup_window, partition_by))
         client.command(current_view_sql(target))
         return []
-    check_engine(client, target, dedup_window)
+    check_engine(client, target, dedup_window, partition_by)
     new = additions(target, existing, columns)
     if new:
         client.command(add_columns_sql(target, new))
@@ -91,18 +103,25 @@ def ensure(
     return new
 
 
-def check_engine(client: Client, target: Target, dedup_window: int) -> None:
-    """An existing table must be a ReplacingMergeTree; one without an insert deduplication
-    window gets one, or a retried insert would double its rows."""
-    [(engine, full)] = client.query(
-        "SELECT engine, engine_full FROM system.tables WHERE database = {db:String} "
-        "AND name = {t:String}",
+def check_engine(client: Client, target: Target, dedup_window: int, partition_by: str = "") -> None:
+    """An existing table must be a ReplacingMergeTree, partitioned by `partition_by` when it
+    is set; one without an insert deduplication window gets one, or a retried insert would
+    double its rows."""
+    [(engine, full, partition_key)] = client.query(
+        "SELECT engine, engine_full, partition_key FROM system.tables "
+        "WHERE database = {db:String} AND name = {t:String}",
         parameters={"db": target.database, "t": target.table},
     ).result_rows
     if "ReplacingMergeTree" not in engine:
         raise SchemaMismatchError(
             f"table {target.name} is {engine}, not ReplacingMergeTree: drop it, set another "
             f"table, or {REBUILD_HINT}"
+        )
+    if partition_by and _partition(partition_key) != _partition(partition_by):
+        raise SchemaMismatchError(
+            f"table {target.name} is partitioned by {partition_key or 'nothing'}, but "
+            f"partition_by is {partition_by}: set partition_by to match the table, or, to "
+            f"repartition it, {REBUILD_HINT}"
         )
     window = re.search(r"non_replicated_deduplication_window = (\d+)", full)
     if not engine.startswith("Replicated") and (window is None or int(window[1]) == 0):
@@ -143,6 +162,13 @@ def _closing(kind: str, at: int) -> int:
         depth += {"(": 1, ")": -1}.get(char, 0)
         i += 1
     return i - 1
+
+
+def _partition(expression: str) -> str:
+    """A partition key as ClickHouse lists it and as written compare equal: no spaces, no
+    backticks, `tuple()` for none."""
+    found = _norm(expression)
+    return "" if found == "tuple()" else found
 
 
 def _norm(kind: str) -> str:

@@ -39,12 +39,14 @@ class BatchWriter:
         order_by: Sequence[str],
         dedup_window: int,
         kafka_config: dict[str, Any],
+        partition_by: str = "",
     ) -> None:
         self.sink = sink
         self.schemas = schemas
         self.dead_letters = dead_letters
         self.order_by = list(order_by)
         self.dedup_window = dedup_window
+        self.partition_by = partition_by
         self.kafka_config = kafka_config  # to read a refused batch again
         self._known_headers: set[bytes] = set()
         # Every column of the schemas seen, by Delta name: a table column no schema seen has
@@ -69,6 +71,7 @@ class BatchWriter:
             order_by,
             settings.consumer.deduplication_window,
             settings.kafka.client_config(),
+            settings.consumer.partition_by,
         )
         writer.prepare(schemas.latest_value(topic)[1])
         return writer
@@ -80,7 +83,9 @@ class BatchWriter:
             if self.nullable_tuple is None:
                 self.nullable_tuple = table.nullable_tuples(client)
             wanted = clickhouse_columns(value_schema, self.nullable_tuple)
-            added = table.ensure(client, target, wanted, self.order_by, self.dedup_window)
+            added = table.ensure(
+                client, target, wanted, self.order_by, self.dedup_window, self.partition_by
+            )
         if added:
             log.info("added columns", extra={"table": target.name, "columns": added})
         for column in input_columns(value_schema, self.nullable_tuple):

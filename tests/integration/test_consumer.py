@@ -192,3 +192,21 @@ def test_existing_table_without_a_deduplication_window_gets_one(
         f"AND name = '{topic}'"
     )
     assert "non_replicated_deduplication_window = 77" in engine
+
+
+def test_table_is_created_partitioned_and_a_different_partition_key_is_refused(
+    endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
+) -> None:
+    from schemas.target import SchemaMismatchError
+
+    topic = topic_factory(partitions=1)
+    Changes(endpoints, topic).send([order(1), order(2)], "insert", 1)
+    consume(endpoints, topic, ch_database, partition_by="id % 2")
+    partitions = clickhouse.command(
+        f"SELECT uniqExact(partition) FROM system.parts WHERE database = '{ch_database}' "
+        f"AND table = '{topic}' AND active"
+    )
+
+    with pytest.raises(SchemaMismatchError, match="partitioned by id % 2, but partition_by is"):
+        consume(endpoints, topic, ch_database, partition_by="toYYYYMM(_commit_timestamp)")
+    assert partitions == 2

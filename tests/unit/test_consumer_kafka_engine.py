@@ -16,7 +16,7 @@ SOURCE = KafkaSource(
 )
 
 
-def ddl(reveal: bool = False) -> list[str]:
+def ddl(reveal: bool = False, partition_by: str = "") -> list[str]:
     return statements(
         Target("db", "orders"),
         [("id", "Int64"), ("_change_type", "String")],
@@ -28,6 +28,7 @@ def ddl(reveal: bool = False) -> list[str]:
         100,
         SOURCE,
         reveal,
+        partition_by,
     )
 
 
@@ -69,3 +70,10 @@ def test_view_moves_the_value_columns_into_the_replacing_merge_tree() -> None:
 def test_sasl_password_is_masked_unless_applied() -> None:
     assert f"kafka_sasl_password = '{HIDDEN}'" in ddl()[3]
     assert "kafka_sasl_password = 'it\\'s-secret'" in ddl(reveal=True)[3]
+
+
+def test_the_target_table_takes_the_partition_key_and_the_kafka_table_does_not() -> None:
+    target, _, _, queue, *_ = ddl(partition_by="id % 8")
+
+    assert "PARTITION BY id % 8\nORDER BY (`id`)" in target
+    assert "PARTITION BY" not in queue

@@ -75,3 +75,12 @@ def test_incompatible_schema_is_refused_naming_the_column_and_the_rebuild_comman
         additions(TARGET, existing, wanted)
 
     assert "cdfbridge-consumer rebuild" in str(raised.value)
+
+
+def test_partition_by_is_written_between_the_engine_and_the_order() -> None:
+    sql = create_table_sql(TARGET, [("id", "Int64"), ("day", "Date")], ["id"], 500, "toYYYYMM(day)")
+
+    assert (
+        "ReplacingMergeTree(`_version`, `_is_deleted`)\nPARTITION BY toYYYYMM(day)\nORDER BY" in sql
+    )
+    assert "PARTITION BY" not in create_table_sql(TARGET, [("id", "Int64")], ["id"], 500)
