@@ -35,7 +35,7 @@ class Backpressure:
         was dropped), and wait the next delay of the schedule; returns it."""
         self.failures += 1
         delay = backoff_s(self.failures, self.max_backoff_s)
-        self.metrics.retries.inc()
+        self.metrics.retried()
         log.warning(
             "transient error, retrying", extra={"error": str(error)[:500], "retry_in_s": delay}
         )

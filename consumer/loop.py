@@ -27,6 +27,7 @@ from consumer.backpressure import Backpressure
 from consumer.batch import Batcher, Limits, PartitionBatch, Written
 from consumer.commit import CommitQueue, Write
 from consumer.errors import KafkaFatalError
+from consumer.health import serve
 from consumer.metrics import DEAD_LETTERS, ROWS, Metrics
 from consumer.rebalance import Rebalance
 from consumer.settings import ConsumerSettings
@@ -45,10 +46,17 @@ BUSY_POLL_S = 0.005
 class Pipeline:
     """One member of the consumer group, from start-up to its drain."""
 
-    def __init__(self, settings: ConsumerSettings, *, until_caught_up: bool = False) -> None:
+    def __init__(
+        self,
+        settings: ConsumerSettings,
+        *,
+        until_caught_up: bool = False,
+        metrics: Metrics | None = None,
+    ) -> None:
+        """metrics: on collectors shared with other pipelines, else on collectors of its own."""
         self.settings = settings
         self.until_caught_up = until_caught_up
-        self.metrics = Metrics()
+        self.metrics = metrics or Metrics(settings.consumer.topic)
         self.rebalance = Rebalance()
         self._stop = threading.Event()
         self._first_message: float | None = None
@@ -58,6 +66,12 @@ class Pipeline:
 
     def run(self) -> None:
         """Consume until stopped (or caught up), then drain and commit what is buffered."""
+        try:
+            self._run()
+        finally:
+            self.metrics.finished = True
+
+    def _run(self) -> None:
         c = self.settings.consumer
         started = start(self.settings, self.rebalance, self._stop, self.until_caught_up)
         if started is None:
@@ -73,7 +87,10 @@ class Pipeline:
                 caught_up = self.until_caught_up and owner.caught_up(partitions)
             deadline = time.monotonic() + 2 * c.max_backoff_seconds
             if not owner.drain(deadline, c.max_backoff_seconds):
-                log.warning("stopping with uncommitted batches; they will be consumed again")
+                log.warning(
+                    "stopping with uncommitted batches; they will be consumed again",
+                    extra={"topic": c.topic},
+                )
             self._summary(began, caught_up)
         except BaseException:
             owner.abandon()
@@ -110,7 +127,7 @@ class Pipeline:
                 backpressure.back_off(outcome.failed, outcome.rewind)
             elif outcome.written:
                 backpressure.recovered()
-        self.metrics.buffered.set(owner.buffered_rows())
+        self.metrics.buffered(owner.buffered_rows())
 
     def _event(self, event: Message, owner: Uncommitted) -> None:
         error, topic, partition = event.error(), event.topic(), event.partition()
@@ -136,6 +153,7 @@ class Pipeline:
         log.info(
             "caught up" if caught_up else "stopped",
             extra={
+                "topic": self.settings.consumer.topic,
                 "rows": self.metrics.total(ROWS),
                 "dead_letters": self.metrics.total(DEAD_LETTERS),
                 "seconds": round(now - began, 3),
@@ -156,7 +174,7 @@ def run(settings: ConsumerSettings, *, until_caught_up: bool = False) -> Pipelin
             signal.signal(signum, lambda *_: pipeline.stop())
     server = None
     if settings.consumer.metrics_port:
-        server = pipeline.metrics.serve(settings.consumer.metrics_port)
+        server = serve(pipeline.metrics.collectors, settings.consumer.metrics_port)
     try:
         pipeline.run()
     finally:

@@ -34,21 +34,25 @@ class Rebalance:
             return
         committed = consumer.committed(partitions, timeout=TIMEOUT_S)
         consumer.incremental_assign(self.owner.assign(committed))
-        log.info("assigned", extra={"partitions": _numbers(partitions)})
+        log.info("assigned", extra=_where(partitions))
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self.owner is not None:
             self.owner.revoke(_keys(partitions))
-        log.info("revoked", extra={"partitions": _numbers(partitions)})
+        log.info("revoked", extra=_where(partitions))
 
     def on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         dropped = self.owner.lose(_keys(partitions)) if self.owner is not None else 0
-        log.warning("partitions lost, buffers dropped", extra={"rows": dropped})
+        log.warning(
+            "partitions lost, buffers dropped", extra={**_where(partitions), "rows": dropped}
+        )
 
 
 def _keys(partitions: list[TopicPartition]) -> Keys:
     return {(tp.topic, tp.partition) for tp in partitions}
 
 
-def _numbers(partitions: list[TopicPartition]) -> list[int]:
-    return sorted(tp.partition for tp in partitions)
+def _where(partitions: list[TopicPartition]) -> dict[str, object]:
+    """For a log line: the topic (a member reads one) and the partition numbers."""
+    topics = sorted({str(tp.topic) for tp in partitions})
+    return {"topic": ",".join(topics), "partitions": sorted(tp.partition for tp in partitions)}
