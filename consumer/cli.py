@@ -1,4 +1,4 @@
-"""`cdfbridge-consumer`: keep a ClickHouse table equal to a cdfbridge topic."""
+"""`cdfbridge-consumer`: keep a ClickHouse table equal to each cdfbridge topic it reads."""
 
 from __future__ import annotations
 
@@ -27,40 +27,53 @@ Command = Callable[[ConsumerSettings, argparse.Namespace], int]
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cdfbridge-consumer",
-        description="Consume a cdfbridge topic into a ClickHouse ReplacingMergeTree, "
-        "committing offsets only after ClickHouse has the rows.",
-        epilog="example:\n  CDFBRIDGE_CLICKHOUSE__URL=http://127.0.0.1:8123 "
-        "cdfbridge-consumer --topic cdfbridge.orders run\n\n"
+        description="Consume cdfbridge topics, each into its own ClickHouse "
+        "ReplacingMergeTree, committing offsets only after ClickHouse has the rows.",
+        epilog="examples:\n  CDFBRIDGE_CLICKHOUSE__URL=http://127.0.0.1:8123 "
+        "cdfbridge-consumer --topic cdfbridge.orders run\n"
+        "  cdfbridge-consumer --config lake.toml run          # every [[tables]] entry's topic\n"
+        "  cdfbridge-consumer --config lake.toml --topic cdfbridge.orders rebuild\n\n"
         f"{EXIT_CODES}\nsettings come from flags, a --config TOML file and env vars:\n  "
         + "\n  ".join(env_vars(ConsumerSettings)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--topic", help="Kafka topic to consume")
+    p.add_argument(
+        "--topic",
+        action="append",
+        help="Kafka topic to consume; repeat for several; with [[tables]] or "
+        "consumer.topic_pattern configured, picks among their topics",
+    )
     p.add_argument("--group", help="consumer group (default cdfbridge-consumer)")
-    p.add_argument("--table", help="ClickHouse table (default: topic without cdfbridge.)")
-    p.add_argument("--config", type=Path, help="TOML file with [consumer], [kafka] ... tables")
+    p.add_argument(
+        "--table", help="ClickHouse table, one topic only (default: topic without cdfbridge.)"
+    )
+    p.add_argument(
+        "--config", type=Path, help="TOML file with [consumer], [kafka] ... and [[tables]]"
+    )
     p.add_argument("--log-level", default="INFO")
     commands = p.add_subparsers(dest="command", metavar="COMMAND")
-    run = commands.add_parser("run", help="consume until SIGTERM (the default)")
+    run = commands.add_parser("run", help="consume every topic until SIGTERM (the default)")
     run.add_argument(
         "--until-caught-up",
         action="store_true",
-        help="exit 0 once every partition is consumed to its end (backfills, benchmarks)",
+        help="exit once every partition of every topic is consumed to its end (backfills)",
     )
     ddl = commands.add_parser(
         "kafka-engine-ddl",
-        help="print (or --apply) DDL for ClickHouse's Kafka engine to ingest the topic itself",
+        help="print (or --apply) DDL for ClickHouse's Kafka engine to ingest each topic itself",
     )
     ddl.add_argument("--apply", action="store_true", help="run the DDL in ClickHouse")
     ddl.add_argument("--kafka-group", help="the Kafka engine's group (default <group>-clickhouse)")
     ddl.add_argument("--num-consumers", type=int, default=1, help="kafka_num_consumers")
     rebuild = commands.add_parser(
         "rebuild",
-        help="refill the table from the topic into a shadow table, then swap it in atomically",
+        help="refill the table from the topic into a shadow table, then swap it in atomically "
+        "(one topic: --topic NAME when several are configured)",
     )
     rebuild.add_argument("--rebuild-group", help="group to use (default <group>-rebuild-<time>)")
     reset = commands.add_parser(
-        "reset-offsets", help="move the (stopped) group's offsets; it then re-reads from there"
+        "reset-offsets",
+        help="move the (stopped) group's offsets of one topic; it then re-reads from there",
     )
     to = reset.add_mutually_exclusive_group(required=True)
     to.add_argument("--to-earliest", action="store_true")
@@ -72,7 +85,8 @@ def parser() -> argparse.ArgumentParser:
     to.add_argument("--to-offset", type=int)
     reset.add_argument("--partition", type=int, action="append", help="repeatable; default all")
     commands.add_parser(
-        "status", help="committed offset and lag per partition, last Delta version, row counts"
+        "status",
+        help="per topic: committed offset and lag per partition, last Delta version, row counts",
     )
     return p
 
@@ -82,37 +96,47 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(args.log_level)
     return run_command(
         "cdfbridge-consumer",
-        lambda: load(args.config, topic=args.topic, group=args.group, table=args.table),
+        lambda: load(args.config, topic_flags=args.topic, group=args.group, table=args.table),
         lambda settings: COMMANDS[args.command or "run"](settings, args),
     )
 
 
 def _run(settings: ConsumerSettings, args: argparse.Namespace) -> int:
-    from consumer.loop import run
+    """0, or with several topics, the worst exit code of those that stopped on an error."""
+    from consumer.process import run, worst
 
-    run(settings, until_caught_up=getattr(args, "until_caught_up", False))
-    return 0
+    failures = run(settings, until_caught_up=getattr(args, "until_caught_up", False))
+    for failure in failures:
+        print(
+            f"cdfbridge-consumer: topic {failure.topic} stopped: {failure.error}", file=sys.stderr
+        )
+    return worst(failures)
 
 
 def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> int:
     from consumer import kafka_engine_plan as kafka_engine
+    from consumer.topics import resolve
 
     group = args.kafka_group or f"{settings.consumer.group}-clickhouse"
     # Printed alone, the DDL is for ClickHouse 26.x; applied, it fits the server.
     nullable_tuple = kafka_engine.nullable_tuples(settings) if args.apply else True
-    chosen = kafka_engine.plan(settings, group, args.num_consumers, nullable_tuple)
-    for statement in chosen.statements():
-        print(f"{statement};\n")
-    if args.apply:
-        kafka_engine.apply(settings, chosen)
-        print(f"-- applied in {settings.clickhouse.url}", file=sys.stderr)
+    topics = resolve(settings)
+    for each in topics:
+        chosen = kafka_engine.plan(each, group, args.num_consumers, nullable_tuple)
+        if len(topics) > 1:
+            print(f"-- topic {each.consumer.topic}\n")
+        for statement in chosen.statements():
+            print(f"{statement};\n")
+        if args.apply:
+            kafka_engine.apply(each, chosen)
+            print(f"-- {each.consumer.topic} applied in {each.clickhouse.url}", file=sys.stderr)
     return 0
 
 
 def _rebuild(settings: ConsumerSettings, args: argparse.Namespace) -> int:
     from consumer.rebuild import rebuild
 
-    done = rebuild(settings, args.rebuild_group or "")
+    done = rebuild(settings.one("rebuild"), args.rebuild_group or "")
     print(f"rebuilt {done.table} with group {done.group}: {done.rows} rows")
     return 0
 
@@ -120,6 +144,7 @@ def _rebuild(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 def _reset_offsets(settings: ConsumerSettings, args: argparse.Namespace) -> int:
     from consumer import offsets
 
+    settings = settings.one("reset-offsets")
     kafka = settings.kafka.client_config()
     chosen = offsets.targets(
         kafka,
@@ -136,9 +161,11 @@ def _reset_offsets(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 
 
 def _status(settings: ConsumerSettings, args: argparse.Namespace) -> int:
+    """A block per topic."""
     from consumer.status import status
+    from consumer.topics import resolve
 
-    print("\n".join(status(settings).lines()))
+    print("\n\n".join("\n".join(status(each).lines()) for each in resolve(settings)))
     return 0
 
 

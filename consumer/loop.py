@@ -7,15 +7,14 @@ commit path move on (write to ClickHouse, then commit), repeat.
     consumer/commit.py       the numbered steps: record the batch end, insert, commit
     consumer/backpressure.py pause, back off, resume after a transient failure
 
-One `Pipeline` per process; `run()` installs SIGTERM and SIGINT handlers that drain the
-buffered batches, commit them and return.
+One `Pipeline` per topic: consumer/process.py runs one for each topic the process reads,
+and stops them on SIGTERM and SIGINT; each then drains its buffered batches, commits them
+and returns.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
-import signal
 import threading
 import time
 from functools import partial
@@ -27,7 +26,6 @@ from consumer.backpressure import Backpressure
 from consumer.batch import Batcher, Limits, PartitionBatch, Written
 from consumer.commit import CommitQueue, Write
 from consumer.errors import KafkaFatalError
-from consumer.health import serve
 from consumer.metrics import DEAD_LETTERS, ROWS, Metrics
 from consumer.rebalance import Rebalance
 from consumer.settings import ConsumerSettings
@@ -53,7 +51,8 @@ class Pipeline:
         until_caught_up: bool = False,
         metrics: Metrics | None = None,
     ) -> None:
-        """metrics: on collectors shared with other pipelines, else on collectors of its own."""
+        """settings: one topic's (ConsumerSettings.for_topic); metrics: on the process's
+        collectors (consumer/process.py), else on collectors of its own."""
         self.settings = settings
         self.until_caught_up = until_caught_up
         self.metrics = metrics or Metrics(settings.consumer.topic)
@@ -160,24 +159,3 @@ class Pipeline:
                 "seconds_from_first_message": round(reading, 3),
             },
         )
-
-
-def run(settings: ConsumerSettings, *, until_caught_up: bool = False) -> Pipeline:
-    """The consumer process: serve metrics, consume, and drain on SIGTERM or SIGINT."""
-    # consume() allocates an object per message: collecting the young generation every
-    # 700 allocations (the default) took a fifth of the loop's time; objects are freed by
-    # reference counting anyway, the collector only finds cycles.
-    gc.set_threshold(100_000, 10, 10)
-    pipeline = Pipeline(settings, until_caught_up=until_caught_up)
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: pipeline.stop())
-    server = None
-    if settings.consumer.metrics_port:
-        server = serve(pipeline.metrics.collectors, settings.consumer.metrics_port)
-    try:
-        pipeline.run()
-    finally:
-        if server is not None:
-            server.shutdown()
-    return pipeline

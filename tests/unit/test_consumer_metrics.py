@@ -1,15 +1,21 @@
 """The metrics of several topics on one registry: process totals unlabeled as with one topic,
-per-topic families labeled, and a failed topic on /metrics and /health."""
+per-topic families labeled, a failed topic on /metrics and /health, and the exit code of the
+worst failure."""
 
 import urllib.request
 from collections.abc import Iterator
 from urllib.error import HTTPError
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from consumer.batch import PartitionBatch, Written
+from consumer.errors import KafkaFatalError
 from consumer.health import serve
 from consumer.metrics import BUFFERED, FAILED, ROWS, Collectors, Metrics
+from consumer.process import Failure, worst
+from schemas.clickhouse_errors import ClickHouseUnavailableError
+from schemas.errors import ConfigError
 from schemas.target import SchemaMismatchError
 from tests.conftest import free_port
 
@@ -67,3 +73,18 @@ def test_a_failed_topic_is_a_gauge_and_makes_health_name_it(
     scraped = get(port, "/metrics")[1]
     assert f'{FAILED}{{topic="customers"}} 1.0' in scraped
     assert f'{FAILED}{{topic="orders"}} 0.0' in scraped
+
+
+@pytest.mark.parametrize(
+    ("errors", "code"),
+    [
+        ([], 0),
+        ([ClickHouseUnavailableError("down")], 3),
+        ([ClickHouseUnavailableError("down"), SchemaMismatchError("t")], 1),
+        ([KafkaFatalError("fenced"), ConfigError("refused"), SchemaMismatchError("t")], 2),
+        ([KafkaException(KafkaError(KafkaError._TRANSPORT))], 3),
+        ([RuntimeError("a bug")], 1),
+    ],
+)
+def test_the_exit_code_is_the_worst_failures(errors: list[BaseException], code: int) -> None:
+    assert worst([Failure(f"t{i}", error) for i, error in enumerate(errors)]) == code

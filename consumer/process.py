@@ -1,0 +1,138 @@
+"""The consumer process: one Pipeline per topic, one /metrics and /health endpoint, and
+SIGTERM or SIGINT stopping every pipeline (each drains and commits what it read).
+
+Each topic's pipeline runs on a thread of its own with its own member of the one consumer
+group, subscribed to that topic alone. Members of a group may subscribe to different topics:
+the group leader gives a topic's partitions only to members subscribed to it, and
+cooperative-sticky assignment (consumer/kafka.py) moves only the partitions that change
+owner, so one topic's member joining or leaving (starting, waiting outside the group for its
+services, or stopping on an error) takes no partition from another topic's member.
+
+A topic stopped by an error stops alone: its partitions stay uncommitted, the error is
+logged naming the topic, `cdfbridge_consumer_topic_failed{topic}` is 1 and /health answers
+503 naming it, while the other topics go on. The process then ends with that error's exit
+code (the worst, if several) once the others are done. With one topic, its error is the
+process's, raised as it comes.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+
+from consumer.health import serve
+from consumer.loop import Pipeline
+from consumer.metrics import Collectors, Metrics
+from consumer.settings import ConsumerSettings
+from consumer.topics import resolve
+from schemas.cli import exit_code
+from schemas.errors import CdfBridgeError
+from schemas.kafka_errors import error_of, passing
+
+log = logging.getLogger(__name__)
+# The worst exit code first: settings or credentials, then data or tables that need a fix,
+# then a service that did not answer.
+SEVERITY = (2, 1, 3)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A topic that stopped on an error while the others went on."""
+
+    topic: str
+    error: BaseException
+
+    @property
+    def code(self) -> int:
+        """The exit code schemas/cli.py gives the error."""
+        if isinstance(self.error, CdfBridgeError):
+            return exit_code(self.error)
+        if isinstance(self.error, KafkaException):
+            return 3 if passing(error_of(self.error)) else 1
+        return 1
+
+
+def worst(failures: list[Failure]) -> int:
+    """The exit code of the worst failure; 0 without any."""
+    return min((f.code for f in failures), key=SEVERITY.index, default=0)
+
+
+class Consumers:
+    """A pipeline per topic, with their metrics on one set of collectors."""
+
+    def __init__(self, each: list[ConsumerSettings], *, until_caught_up: bool = False) -> None:
+        self.collectors = Collectors()
+        self.pipelines = [
+            Pipeline(
+                settings,
+                until_caught_up=until_caught_up,
+                metrics=Metrics(settings.consumer.topic, self.collectors),
+            )
+            for settings in each
+        ]
+        self.failures: list[Failure] = []
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        for pipeline in self.pipelines:
+            pipeline.stop()
+
+    def run(self) -> list[Failure]:
+        """Run every pipeline until stopped (or caught up); returns the topics that stopped
+        on an error. A single pipeline runs on the calling thread and raises its error."""
+        if len(self.pipelines) == 1:
+            self.pipelines[0].run()
+            return []
+        threads = [
+            threading.Thread(
+                target=self._run_one, args=(p,), name=f"topic-{p.settings.consumer.topic}"
+            )
+            for p in self.pipelines
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():  # wakes up for signals
+                thread.join(timeout=0.5)
+        return self.failures
+
+    def _run_one(self, pipeline: Pipeline) -> None:
+        topic = pipeline.settings.consumer.topic
+        try:
+            pipeline.run()
+        except BaseException as exc:  # noqa: BLE001 - kept for the exit code, the rest go on
+            pipeline.metrics.failed(exc)
+            unexpected = not isinstance(exc, CdfBridgeError | KafkaException)
+            log.error(
+                "topic stopped; the other topics go on",
+                extra={"topic": topic, "error": str(exc)[:500]},
+                exc_info=exc if unexpected else None,
+            )
+            with self._lock:
+                self.failures.append(Failure(topic, exc))
+
+
+def run(settings: ConsumerSettings, *, until_caught_up: bool = False) -> list[Failure]:
+    """The consumer process: serve metrics, consume every topic, drain on SIGTERM or SIGINT.
+    Returns the topics that stopped on an error (several topics only)."""
+    # consume() allocates an object per message: collecting the young generation every
+    # 700 allocations (the default) took a fifth of the loop's time; objects are freed by
+    # reference counting anyway, the collector only finds cycles.
+    gc.set_threshold(100_000, 10, 10)
+    consumers = Consumers(resolve(settings), until_caught_up=until_caught_up)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: consumers.stop())
+    server = None
+    if settings.consumer.metrics_port:
+        server = serve(consumers.collectors, settings.consumer.metrics_port)
+    try:
+        return consumers.run()
+    finally:
+        if server is not None:
+            server.shutdown()
