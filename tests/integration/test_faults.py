@@ -9,6 +9,7 @@ import collections
 import os
 import random
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,13 @@ from verify.settings import VerifySettings
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 
+@pytest.mark.parametrize("tables", [1, 2], ids=["one table", "two tables in one process"])
 def test_no_change_is_lost_or_doubled_through_kills_and_restarts(
-    endpoints: Endpoints, tmp_path: Path, ch_database: str, request: pytest.FixtureRequest
+    endpoints: Endpoints,
+    tmp_path: Path,
+    ch_database: str,
+    request: pytest.FixtureRequest,
+    tables: int,
 ) -> None:
     if endpoints.restart is None:
         pytest.fail(
@@ -51,8 +57,12 @@ def test_no_change_is_lost_or_doubled_through_kills_and_restarts(
     faults = schedule(rng, scale.commits * scale.interval_s, scale.kills)
     print(f"fault seed {seed} (replay: --fault-seed {seed}); {scale}; schedule {faults}")
 
-    path, topic = str(tmp_path / "people"), unique("cdfbridge.faults")
-    Generator(path)  # creates the table, so the producer never starts before it exists
+    lake = {
+        f"people{i}": (str(tmp_path / f"people{i}"), unique("cdfbridge.faults"))
+        for i in range(tables)
+    }
+    for path, _ in lake.values():
+        Generator(path)  # creates the table, so the producer never starts before it exists
     env = {
         **os.environ,
         "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
@@ -63,51 +73,36 @@ def test_no_change_is_lost_or_doubled_through_kills_and_restarts(
         "CDFBRIDGE_CONSUMER__METRICS_PORT": "0",
         "CDFBRIDGE_CONSUMER__BATCH_SECONDS": "0.5",
         "CDFBRIDGE_CONSUMER__MAX_BACKOFF_SECONDS": "2",
+        "CDFBRIDGE_SOURCE__POLL_INTERVAL_S": "0.5",
+        "CDFBRIDGE_SOURCE__METRICS_PORT": "0",
     }
-    generator = Supervised(
-        "generator",
-        command(
-            "producer.generate",
-            "--table",
-            path,
-            "--seed",
-            str(seed),
-            "--commits",
-            str(scale.commits),
-            "--rows-per-commit",
-            str(scale.rows_per_commit),
-            "--interval",
-            str(scale.interval_s),
-        ),
-        env,
-        tmp_path / "generator.log",
-    )
+    generators = [
+        Supervised(
+            f"generator {name}",
+            command(
+                "producer.generate",
+                *("--table", path, "--seed", str(seed + n)),
+                *("--commits", str(scale.commits), "--rows-per-commit", str(scale.rows_per_commit)),
+                *("--interval", str(scale.interval_s)),
+            ),
+            env,
+            tmp_path / f"generator-{name}.log",
+        )
+        for n, (name, (path, _)) in enumerate(lake.items())
+    ]
+    producer_args, consumer_args = _stage_args(lake, tmp_path)
     producer = Supervised(
-        "producer",
-        command(
-            "producer",
-            "--table",
-            path,
-            "--primary-key",
-            "id",
-            "--topic",
-            topic,
-            "--poll-interval",
-            "0.5",
-            "--metrics-port",
-            "0",
-        ),
-        env,
-        tmp_path / "producer.log",
+        "producer", command("producer", *producer_args), env, tmp_path / "producer.log"
     )
     consumer = Supervised(
-        "consumer", command("consumer", "--topic", topic, "run"), env, tmp_path / "consumer.log"
+        "consumer", command("consumer", *consumer_args, "run"), env, tmp_path / "consumer.log"
     )
     processes = {"producer": producer, "consumer": consumer}
-    for process in (generator, producer, consumer):
+    for process in (*generators, producer, consumer):
         process.start()
     supervisor = Supervisor([producer, consumer])
     supervisor.start()
+    reports = []
     try:
         began = time.monotonic()
         for fault in faults:
@@ -120,23 +115,34 @@ def test_no_change_is_lost_or_doubled_through_kills_and_restarts(
                 else:
                     endpoints.restart(name)
             print(f"{time.monotonic() - began:6.1f} s  {fault.action}")
-        assert generator.process is not None
-        assert generator.process.wait(scale.commits * scale.interval_s * 3 + 120) == 0, (
-            generator.tail()
-        )
-
-        last = DeltaTable(path).version()
-        progress = Progress({"bootstrap.servers": endpoints.kafka}, topic)
-        wait_until(
-            lambda: progress.last_version() == last, 600, f"version {last} published", supervisor
-        )
-        report = verify(
-            VerifySettings(
-                kafka={"bootstrap_servers": endpoints.kafka},
-                clickhouse={"url": endpoints.clickhouse, "database": ch_database},
-                verify={"table": path, "topic": topic, "wait_seconds": 600},
+        for generator in generators:
+            assert generator.process is not None
+            assert generator.process.wait(scale.commits * scale.interval_s * 3 + 120) == 0, (
+                generator.tail()
             )
-        )
+        for name, (path, topic) in lake.items():
+            last = DeltaTable(path).version()
+            progress = Progress({"bootstrap.servers": endpoints.kafka}, topic)
+            wait_until(
+                partial(_published, progress, last),
+                600,
+                f"version {last} published",
+                supervisor,
+            )
+            reports.append(
+                verify(
+                    VerifySettings(
+                        kafka={"bootstrap_servers": endpoints.kafka},
+                        clickhouse={"url": endpoints.clickhouse, "database": ch_database},
+                        verify={
+                            "table": path,
+                            "topic": topic,
+                            "clickhouse_table": name,
+                            "wait_seconds": 600,
+                        },
+                    )
+                )
+            )
         supervisor.check()
     finally:
         supervisor.done.set()
@@ -145,11 +151,37 @@ def test_no_change_is_lost_or_doubled_through_kills_and_restarts(
         for name, p in processes.items():
             print(f"{name}: {p.history}")
 
-    print(report.render())
-    assert report.equal, f"seed {seed}:\n{report.render()}"
-    assert (report.lost, report.extra) == (0, 0)
+    for report in reports:
+        print(report.render())
+        assert report.equal, f"seed {seed}:\n{report.render()}"
+        assert (report.lost, report.extra) == (0, 0)
     assert codes == {"producer": 0, "consumer": 0}, (producer.tail(), consumer.tail())
-    assert_no_duplicate_key_versions(endpoints, topic, seed)
+    for _, topic in lake.values():
+        assert_no_duplicate_key_versions(endpoints, topic, seed)
+
+
+def _published(progress: Progress, version: int) -> bool:
+    return progress.last_version() == version
+
+
+def _stage_args(lake: dict[str, tuple[str, str]], folder: Path) -> tuple[list[str], list[str]]:
+    """The producer's and the consumer's arguments: flags for one table, else one config file
+    with [[tables]] that both read."""
+    if len(lake) == 1:
+        ((name, (path, topic)),) = lake.items()
+        return ["--table", path, "--primary-key", "id", "--topic", topic], [
+            "--topic",
+            topic,
+            "--table",
+            name,
+        ]
+    entries = [
+        f'[[tables]]\ntable = "{path}"\nprimary_key = "id"\ntopic = "{topic}"\ntarget = "{name}"'
+        for name, (path, topic) in lake.items()
+    ]
+    config = folder / "lake.toml"
+    config.write_text("\n\n".join(entries) + "\n")
+    return ["--config", str(config)], ["--config", str(config)]
 
 
 def assert_no_duplicate_key_versions(endpoints: Endpoints, topic: str, seed: int) -> None:
