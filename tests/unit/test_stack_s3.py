@@ -3,6 +3,7 @@
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,11 @@ def running(tmp_path: Path) -> Iterator[S3]:
     idle = [sys.executable, "-c", "import time; time.sleep(60)", str(server.dir)]
     process = subprocess.Popen(idle)
     server.pid_path.write_text(str(process.pid))
+    # A process still inside execve has an empty command line: wait until it shows.
+    deadline = time.monotonic() + 10
+    while server.pid() is None:
+        assert time.monotonic() < deadline, "the idle process never showed its command line"
+        time.sleep(0.01)
     yield server
     process.kill()
     process.wait()
