@@ -13,7 +13,7 @@ from schemas.naming import default_table, default_topic
 from schemas.settings import ConnectionSettings, Section
 from schemas.spark_session import SparkSection
 from schemas.storage import StorageSettings
-from schemas.tables import TableEntry, check_columns
+from schemas.tables import TableEntry, check_columns, comma_list
 from verify.routes import Choice
 
 
@@ -32,12 +32,9 @@ class VerifySection(Section):
     exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
     hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    @field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")
-    @classmethod
-    def _comma_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+    _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
+        comma_list
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> VerifySection:

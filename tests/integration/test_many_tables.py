@@ -144,22 +144,13 @@ def test_kill_9_of_the_many_table_producer_then_restart_leaves_no_gap_and_no_dup
         {"table": path, "primary_key": "id", "topic": topics[name], "until_version": last}
         for name, (path, last) in tables.items()
     ]
-    config = tmp_path / "lake.toml"
-    config.write_text(_toml(endpoints, entries, max_rows_per_chunk=1000))
-    victim = subprocess.Popen(
-        [sys.executable, "-m", "producer", "--config", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    config = _lake_file(tmp_path, endpoints, entries, max_rows_per_chunk=1000)
+    victim = _producer(config)
     wait_for_messages(endpoints, topics["b"], at_least=1500)  # inside a later transaction
     victim.send_signal(signal.SIGKILL)
     victim.wait(30)
 
-    restarted = subprocess.run(
-        [sys.executable, "-m", "producer", "--config", str(config)],
-        capture_output=True,
-        timeout=300,
-    )
+    restarted = subprocess.run(_command(config), capture_output=True, timeout=300)
 
     assert restarted.returncode == 0, restarted.stderr.decode()[-2000:]
     for name, (path, last) in tables.items():
@@ -176,13 +167,7 @@ def test_a_table_taken_over_by_another_producer_stops_every_table_with_exit_4(
     entries = [
         {"table": p, "primary_key": "id", "topic": topics[n]} for n, (p, _) in tables.items()
     ]
-    config = tmp_path / "lake.toml"
-    config.write_text(_toml(endpoints, entries))
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "producer", "--config", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    follower = _producer(_lake_file(tmp_path, endpoints, entries))
     try:
         for topic in topics.values():
             wait_for_messages(endpoints, topic, at_least=10)
@@ -222,6 +207,23 @@ def _wait_for(condition: Any, what: str, timeout_s: float = 120) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
         time.sleep(0.2)
+
+
+def _command(config: Path) -> list[str]:
+    return [sys.executable, "-m", "producer", "--config", str(config)]
+
+
+def _producer(config: Path) -> subprocess.Popen[bytes]:
+    """The many-table producer as a process of its own, its stderr kept."""
+    return subprocess.Popen(_command(config), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _lake_file(
+    folder: Path, endpoints: Endpoints, entries: list[dict[str, Any]], **source: Any
+) -> Path:
+    config = folder / "lake.toml"
+    config.write_text(_toml(endpoints, entries, **source))
+    return config
 
 
 def _toml(endpoints: Endpoints, entries: list[dict[str, Any]], **source: Any) -> str:
