@@ -26,7 +26,13 @@ settings (env vars):
   CDFBRIDGE_STACK_SPARK_MASTER_PORT    default 7077 (web UI: ..._SPARK_MASTER_UI_PORT, 8092;
                                        worker UI: ..._SPARK_WORKER_UI_PORT, 8094)
 
-exit codes: 0 ok, 1 a service failed or is down (status), 2 bad settings or arguments
+  CDFBRIDGE_STACK_LISTEN_HOST          default 127.0.0.1; 0.0.0.0 in a container (serve)
+  CDFBRIDGE_STACK_KAFKA_ADVERTISED_HOST the host name Kafka gives clients (default 127.0.0.1)
+  CDFBRIDGE_STACK_KAFKA_EXTERNAL       HOST:PORT of a second listener for clients outside a
+                                       container network (bound to ..._KAFKA_EXTERNAL_PORT, 29092)
+
+exit codes: 0 ok, 1 a service failed or is down (status, probe), 2 bad settings or arguments;
+serve becomes the service, so its exit code is the service's
 """
 
 
@@ -50,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     ):
         cmd = commands.add_parser(name, help=text)
         cmd.add_argument("service", nargs="*", help=f"any of {', '.join(services.NAMES)}")
+    for name, text in (
+        ("serve", "run one service in the foreground, as a container's main process"),
+        ("probe", "exit 0 if one service answers, else 1 (a container's healthcheck)"),
+    ):
+        cmd = commands.add_parser(name, help=text)
+        cmd.add_argument("service", nargs=1, choices=services.NAMES)
     commands.add_parser("status", help="say which services are up, with their endpoints")
     commands.add_parser("env", help="print env vars that point cdfbridge at this stack")
     args = parser.parse_args(argv)
@@ -73,6 +85,10 @@ def _run(args: argparse.Namespace, settings: StackSettings) -> int:
     elif args.command == "up":
         for status in services.up(settings, named or services.DEFAULT):
             print(status.line())
+    elif args.command == "serve":
+        services.select(settings, named)[0].serve()
+    elif args.command == "probe":
+        return 0 if services.select(settings, named)[0].answers() else 1
     elif args.command == "down":
         services.down(settings, named or services.NAMES)
     elif args.command == "status":

@@ -27,6 +27,7 @@ class ClickHouse(Service):
             template.format(
                 http_port=self.settings.clickhouse_http_port,
                 tcp_port=self.settings.clickhouse_tcp_port,
+                listen_host=self.settings.listen_host,
             )
         )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from stack.errors import StackSetupError
 from stack.fetch import java, lib_dir
 from stack.process import Service
+from stack.settings import LOOPBACK
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -36,11 +37,27 @@ class Kafka(Service):
             raise StackSetupError(f"no Kafka jars in {lib}; run: cdfbridge-stack fetch")
         return f"{lib}/*"
 
+    def _listeners(self) -> tuple[str, str]:
+        """listeners and advertised.listeners: clients' own, the controller's on loopback,
+        and the optional external one."""
+        s = self.settings
+        bound = [
+            f"PLAINTEXT://{s.listen_host}:{s.kafka_port}",
+            f"CONTROLLER://{LOOPBACK}:{s.kafka_controller_port}",
+        ]
+        advertised = [f"PLAINTEXT://{s.kafka_advertised_host}:{s.kafka_port}"]
+        if s.kafka_external:
+            bound.append(f"EXTERNAL://{s.listen_host}:{s.kafka_external_port}")
+            advertised.append(f"EXTERNAL://{s.kafka_external}")
+        return ",".join(bound), ",".join(advertised)
+
     def prepare(self) -> None:
         template = (TEMPLATES / "kafka.properties").read_text()
+        listeners, advertised = self._listeners()
         (self.dir / "server.properties").write_text(
             template.format(
-                port=self.settings.kafka_port,
+                listeners=listeners,
+                advertised=advertised,
                 controller_port=self.settings.kafka_controller_port,
                 data_dir=self._data,
             )

@@ -10,6 +10,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from stack.errors import ServiceStartError
 from stack.settings import LOOPBACK, StackSettings
@@ -108,6 +109,19 @@ class Service(ABC):
                 os.kill(pid, signal.SIGKILL)
                 _wait_exit(pid, 10.0)
         self.pid_path.unlink(missing_ok=True)
+
+    def serve(self) -> NoReturn:
+        """Become the service, in the foreground (a container's main process): signals
+        reach it directly, and its output goes to ours."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.prepare()
+        os.chdir(self.dir)
+        argv = self.command()
+        os.execvpe(argv[0], argv, {**os.environ, **self.environment()})  # noqa: S606
+
+    def answers(self) -> bool:
+        """Whether the service answers requests, whoever started it (a healthcheck)."""
+        return self._safe_probe()
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + self.settings.start_timeout_s

@@ -31,7 +31,7 @@ class Registry(Service):
         return [
             java(),
             f"-Xmx{self.settings.registry_heap}",
-            f"-Dquarkus.http.host={LOOPBACK}",
+            f"-Dquarkus.http.host={self.settings.listen_host}",
             f"-Dquarkus.http.port={self.settings.registry_port}",
             "-Dquarkus.log.console.json=false",
             # Its health/metrics interface (always on) defaults to 0.0.0.0:9000.

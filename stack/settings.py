@@ -5,7 +5,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-# The services have no authentication configured, so they only ever bind to loopback.
+# The services have no authentication configured, so on a host they only bind to loopback;
+# inside a container (`cdfbridge-stack serve`) they listen on the container's network.
 LOOPBACK = "127.0.0.1"
 
 
@@ -15,6 +16,9 @@ class StackSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CDFBRIDGE_STACK_", extra="forbid")
 
     home: Path = Field(default=Path(".stack"), description="state directory: jars, data, logs")
+    # Where the jars and binaries `fetch` gets go, when not <home>/lib (an image keeps them
+    # apart from the services' data).
+    lib_dir: Path | None = None
     kafka_port: int = Field(default=9092, ge=1, le=65535)
     kafka_controller_port: int = Field(default=9093, ge=1, le=65535)
     clickhouse_http_port: int = Field(default=8123, ge=1, le=65535)
@@ -35,15 +39,24 @@ class StackSettings(BaseSettings):
     kafka_heap: str = Field(default="512m", pattern=r"^\d+[mg]$")
     registry_heap: str = Field(default="384m", pattern=r"^\d+[mg]$")
     start_timeout_s: float = Field(default=180.0, gt=0)
+    # Where the services listen; 0.0.0.0 only inside a container, whose ports the host
+    # publishes on its loopback (stack/docker/compose.local.yml).
+    listen_host: str = LOOPBACK
+    # The host name Kafka gives clients for its listener (in a container: its service name),
+    # and an optional second listener for clients outside, advertised as HOST:PORT and bound
+    # to kafka_external_port.
+    kafka_advertised_host: str = LOOPBACK
+    kafka_external: str | None = Field(default=None, pattern=r"^[\w.-]+:\d{1,5}$")
+    kafka_external_port: int = Field(default=29092, ge=1, le=65535)
 
-    @field_validator("home")
+    @field_validator("home", "lib_dir")
     @classmethod
-    def _absolute(cls, home: Path) -> Path:
-        return home.expanduser().resolve()
+    def _absolute(cls, path: Path | None) -> Path | None:
+        return None if path is None else path.expanduser().resolve()
 
     @property
     def lib(self) -> Path:
-        return self.home / "lib"
+        return self.lib_dir or self.home / "lib"
 
     @property
     def kafka_bootstrap(self) -> str:
