@@ -5,7 +5,9 @@
    (read by delta-rs, or by Spark for reader features delta-rs lacks: routes.py), as the
    producer publishes it: --exclude-columns left out, --hash-columns hashed (hashed.py);
 3. compare counts and hashes; on a mismatch, find the lost, extra and wrong keys;
-4. with --wait, repeat from 1 until equal or out of time (the consumer may be catching up).
+4. with --wait, repeat from 1 until equal or out of time (the consumer may be catching up);
+   until then, a target table not created yet or nothing published yet is waited for too
+   (a pipeline started together with verify, as docker-compose.yml starts it).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from schemas.changes import METADATA_COLUMNS
 from schemas.clickhouse import quote
@@ -35,10 +39,11 @@ def verify(settings: VerifySettings) -> Report:
     s = settings.verify
     client = connect(settings.clickhouse)
     target = Target(settings.clickhouse.database, s.target_table)
-    columns = _target_columns(client, target)
+    deadline = time.monotonic() + s.wait_seconds
+    columns = _until(deadline)(_target_columns, client, target)
+    _until(deadline)(_published, settings)
     keys = s.primary_key or _sorting_key(client, target)
     staging = Target(target.database, f"{target.table}__verify_{uuid.uuid4().hex[:8]}")
-    deadline = time.monotonic() + s.wait_seconds
     staged: int | None = None
     try:
         while True:
@@ -53,6 +58,19 @@ def verify(settings: VerifySettings) -> Report:
             time.sleep(POLL_SECONDS)
     finally:
         client.command(f"DROP TABLE IF EXISTS {staging.name}")
+
+
+def _until(deadline: float) -> Retrying:
+    """Retries NothingToCompareError (no table, nothing published) until deadline."""
+    return Retrying(
+        retry=retry_if_exception_type(NothingToCompareError),
+        wait=wait_fixed(POLL_SECONDS),
+        stop=stop_after_delay(max(0.0, deadline - time.monotonic())),
+        before_sleep=lambda state: log.info(
+            "waiting: %s", state.outcome and state.outcome.exception()
+        ),
+        reraise=True,
+    )
 
 
 def _compare(

@@ -146,3 +146,25 @@ def test_a_missing_target_or_unpublished_topic_is_named_with_the_fix(
     )
     with pytest.raises(Exception, match="nothing published to .* run the producer first"):
         verify(unpublished)
+
+
+def test_with_wait_a_target_the_consumer_has_not_created_yet_is_waited_for(
+    people_topic: tuple[str, str], endpoints: Endpoints, ch_database: str
+) -> None:
+    """As docker-compose.yml starts it: verify may run before the consumer's first batch."""
+    import threading
+
+    path, topic = people_topic
+    waiting = VerifySettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        clickhouse={"url": endpoints.clickhouse, "database": ch_database},
+        verify={"table": path, "topic": topic, "wait_seconds": 120},
+    )
+    reports = []
+    checker = threading.Thread(target=lambda: reports.append(verify(waiting)))
+    checker.start()
+    checker.join(3)
+    assert checker.is_alive()  # no table yet: still waiting, not failed
+    consume(endpoints, path, topic, ch_database)
+    checker.join(120)
+    assert reports and reports[0].equal, reports and reports[0].render()
