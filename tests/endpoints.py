@@ -1,21 +1,39 @@
-"""Where the test services are: the app's env vars, else containers when Docker answers,
-else the local stack.
+"""Where the test services are, chosen explicitly, never by what happens to answer:
 
-To use running services, set all three of CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS,
-CDFBRIDGE_SCHEMA_REGISTRY__URL and CDFBRIDGE_CLICKHOUSE__URL (what `cdfbridge-stack env` prints).
+- the app's env vars, when all three of CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS,
+  CDFBRIDGE_SCHEMA_REGISTRY__URL and CDFBRIDGE_CLICKHOUSE__URL are set (what
+  `cdfbridge-stack env` prints);
+- else CDFBRIDGE_TEST_SERVICES: `local` (the default: the local stack, started if needed) or
+  `docker` (containers through testcontainers, from CDFBRIDGE_TEST_STACK_IMAGE, by default
+  the image stack/docker/images.sh builds, so no registry is needed).
+
+A Docker engine that answers changes nothing unless `docker` is asked for.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas.settings import ConnectionSettings, SchemaRegistrySettings
 from schemas.storage import StorageOnly, StorageSettings
+
+
+class TestServices(BaseSettings):
+    """CDFBRIDGE_TEST_*: which services the tests run against."""
+
+    __test__ = False  # not a test class
+    model_config = SettingsConfigDict(env_prefix="CDFBRIDGE_TEST_")
+
+    services: Literal["local", "docker"] = "local"
+    # Serves kafka, registry and clickhouse by command (`cdfbridge-stack serve NAME`).
+    stack_image: str = "cdfbridge/stack-services:local"
 
 
 @dataclass(frozen=True)
@@ -39,14 +57,15 @@ class Endpoints:
 
 
 @contextmanager
-def provide() -> Iterator[Endpoints]:
+def provide(choice: TestServices | None = None) -> Iterator[Endpoints]:
     """Yield endpoints of real services, starting them if needed, stopping what it started."""
     given = ConnectionSettings()
+    choice = choice or TestServices()
     if _all_set(given):
         kafka, registry = given.kafka.bootstrap_servers, given.schema_registry.url
         yield Endpoints(kafka, registry, given.clickhouse.url, kafka, registry, "env")
-    elif _docker_answers():
-        with _containers() as endpoints:
+    elif choice.services == "docker":
+        with _containers(choice.stack_image) as endpoints:
             yield endpoints
     else:
         with _local_stack() as endpoints:
@@ -59,16 +78,6 @@ def _all_set(given: ConnectionSettings) -> bool:
         and "url" in given.schema_registry.model_fields_set
         and "url" in given.clickhouse.model_fields_set
     )
-
-
-def _docker_answers() -> bool:
-    try:
-        import docker
-
-        docker.from_env(timeout=3).ping()
-    except Exception:  # noqa: BLE001 - no client config, no socket, no daemon: all mean "no"
-        return False
-    return True
 
 
 @contextmanager
@@ -99,40 +108,64 @@ def _local_stack() -> Iterator[Endpoints]:
 
 
 @contextmanager
-def _containers() -> Iterator[Endpoints]:
-    from testcontainers.community.kafka import KafkaContainer
+def _containers(image: str) -> Iterator[Endpoints]:
+    """Kafka, the registry and ClickHouse as containers on one network, each from image."""
+    # Ryuk, testcontainers' reaper, is an image of its own that no registry may serve here;
+    # the containers are stopped by the `with` below instead.
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
     from testcontainers.core.container import DockerContainer
     from testcontainers.core.network import Network
     from testcontainers.core.wait_strategies import HttpWaitStrategy
 
+    from stack.kafka import Kafka
+    from stack.settings import StackSettings
+    from tests.conftest import free_port
+
+    def serve(name: str, alias: str) -> Any:
+        container = DockerContainer(image).with_network(network).with_network_aliases(alias)
+        return container.with_command(f"cdfbridge-stack serve {name}")
+
+    kafka_port = free_port()  # advertised to the tests, so known before the start
     with Network() as network:
-        kafka = KafkaContainer("confluentinc/cp-kafka:8.1.0").with_kraft().with_network(network)
-        kafka = kafka.with_network_aliases("kafka")
+        kafka = (
+            serve("kafka", "kafka")
+            .with_env("CDFBRIDGE_STACK_KAFKA_ADVERTISED_HOST", "kafka")
+            .with_env("CDFBRIDGE_STACK_KAFKA_EXTERNAL", f"127.0.0.1:{kafka_port}")
+            .with_bind_ports(29092, kafka_port)
+        )
         registry = (
-            DockerContainer("apicurio/apicurio-registry:3.3.3")
+            serve("registry", "registry")
+            .with_env("CDFBRIDGE_STACK_REGISTRY_PORT", "8080")
             .with_exposed_ports(8080)
-            .with_network(network)
-            .with_network_aliases("registry")
             .waiting_for(HttpWaitStrategy(8080, "/apis/ccompat/v7/subjects"))
         )
         clickhouse = (
-            DockerContainer("clickhouse/clickhouse-server:26.9")
-            .with_env("CLICKHOUSE_SKIP_USER_SETUP", "1")
+            serve("clickhouse", "clickhouse")
             .with_exposed_ports(8123)
-            .with_network(network)
             .waiting_for(HttpWaitStrategy(8123, "/ping"))
         )
         with kafka, registry, clickhouse:
+            _wait_for(Kafka(StackSettings(kafka_port=kafka_port)).answers, "Kafka")
             # No restart: Docker gives a restarted container new random host ports
             # (moby/moby#31926), and the clients here hold the old ones.
             yield Endpoints(
-                kafka.get_bootstrap_server(),
+                f"127.0.0.1:{kafka_port}",
                 _url(registry, 8080) + "/apis/ccompat/v7",
                 _url(clickhouse, 8123),
                 "kafka:9092",
                 "http://registry:8080/apis/ccompat/v7",
                 "docker",
             )
+
+
+def _wait_for(answers: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not answers():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not answer within {timeout_s:.0f} s")
+        time.sleep(0.5)
 
 
 def _url(container: Any, port: int) -> str:

@@ -54,7 +54,8 @@ def test_our_services_build_from_the_dockerfile_and_wait_for_healthy_dependencie
     services: dict[str, Any],
 ) -> None:
     for name in OURS:
-        assert services[name]["build"] == "."
+        assert services[name]["build"] == {"context": ".", "args": ["EXTRA_CA_CERT"]}
+        assert services[name]["image"] == "cdfbridge:local"
     for name in ("producer", "consumer"):
         spec = services[name]
         assert spec["depends_on"], name
@@ -87,3 +88,20 @@ def test_every_env_var_set_for_our_services_is_read_by_the_code(
     for name in OURS:
         unread = set(services[name].get("environment", {})) - read[name]
         assert unread == set(), f"{name} sets env vars the code ignores: {sorted(unread)}"
+
+
+def test_the_local_override_swaps_only_third_party_images_and_leaves_ours_as_they_run() -> None:
+    class ComposeLoader(yaml.SafeLoader):
+        """Knows compose's `!reset` (drop what the base file sets)."""
+
+    ComposeLoader.add_constructor("!reset", lambda loader, node: None)
+    text = (COMPOSE.parent / "stack/docker/compose.local.yml").read_text()
+    override = yaml.load(text, Loader=ComposeLoader)  # noqa: S506 - a SafeLoader subclass
+    swapped = override["services"]
+    for name in ("kafka", "registry", "clickhouse"):
+        assert swapped[name]["image"] == "cdfbridge/stack-services:local"
+        assert swapped[name]["command"] == ["cdfbridge-stack", "serve", name]
+    for name in OURS:
+        # Only where the image comes from: no command, environment or volume of their own.
+        assert set(swapped[name]) == {"pull_policy", "build"}, name
+        assert swapped[name]["build"] == {"args": {"BASE": "cdfbridge/python:3.11-local"}}
