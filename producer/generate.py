@@ -127,10 +127,16 @@ class Generator:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="cdfbridge-demo-data",
-        description="Create a CDF-enabled Delta table (id, name, age, created_at) and keep "
-        "committing inserts, updates, merges and deletes to it.",
+        description="Create CDF-enabled Delta tables (id, name, age, created_at) and keep "
+        "committing inserts, updates, merges and deletes to them.",
     )
-    p.add_argument("--table", required=True, help="table path or s3a:// URI (created when missing)")
+    p.add_argument(
+        "--table",
+        required=True,
+        action="append",
+        help="table path or s3a:// URI (created when missing); repeat for several tables, "
+        "each committed to in turn every interval",
+    )
     p.add_argument("--rows-per-commit", type=int, default=20_000)
     p.add_argument("--interval", type=float, default=1.0, help="seconds between commits")
     p.add_argument("--commits", type=int, default=0, help="stop after this many (0: never)")
@@ -152,14 +158,21 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"cdfbridge-demo-data: invalid settings:\n{describe(exc)}", file=sys.stderr)
         return 2
-    generator = Generator(args.table, args.seed, options, args.checkpoint_interval)
+    generators = {
+        table: Generator(table, args.seed + i, options, args.checkpoint_interval)
+        for i, table in enumerate(args.table)
+    }
     done = 0
     while not stop.is_set() and (args.commits == 0 or done < args.commits):
         began = time.monotonic()
         operation = OPERATIONS[done % len(OPERATIONS)]
-        version = generator.commit(operation, args.rows_per_commit)
+        for table, generator in generators.items():
+            version = generator.commit(operation, args.rows_per_commit)
+            named = f"{table} " if len(generators) > 1 else ""
+            print(
+                f"{named}version {version}: {operation} of {args.rows_per_commit} rows", flush=True
+            )
         done += 1
-        print(f"version {version}: {operation} of {args.rows_per_commit} rows", flush=True)
         stop.wait(max(0.0, args.interval - (time.monotonic() - began)))
     return 0
 
