@@ -36,6 +36,7 @@ echo "images: cdfbridge:local"
 build -t cdfbridge:local --build-arg BASE=cdfbridge/python:3.11-local .
 echo "images: cdfbridge/stack-services:local"
 build -t cdfbridge/stack-services:local --build-arg CDFBRIDGE_IMAGE=cdfbridge:local \
+  --build-arg BASE=cdfbridge/python:3.11-local \
   -f stack/docker/services.Dockerfile .
 rm -f "$log"
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^cdfbridge' || true
