@@ -25,11 +25,11 @@ settings (env vars):
   CDFBRIDGE_STACK_MINIO_BINARY         a minio binary to run instead of building one with Go
   CDFBRIDGE_STACK_SPARK_MASTER_PORT    default 7077 (web UI: ..._SPARK_MASTER_UI_PORT, 8092;
                                        worker UI: ..._SPARK_WORKER_UI_PORT, 8094)
-
   CDFBRIDGE_STACK_LISTEN_HOST          default 127.0.0.1; 0.0.0.0 in a container (serve)
   CDFBRIDGE_STACK_KAFKA_ADVERTISED_HOST the host name Kafka gives clients (default 127.0.0.1)
   CDFBRIDGE_STACK_KAFKA_EXTERNAL       HOST:PORT of a second listener for clients outside a
                                        container network (bound to ..._KAFKA_EXTERNAL_PORT, 29092)
+  CDFBRIDGE_STACK_LIB_DIR              where fetched jars go (default <home>/lib)
 
 exit codes: 0 ok, 1 a service failed or is down (status, probe), 2 bad settings or arguments;
 serve becomes the service, so its exit code is the service's
