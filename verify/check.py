@@ -1,6 +1,7 @@
 """One comparison, end to end: which version, the staging copy, the summary, the details.
 
-1. version: --version, else the last one the producer published (its progress topic);
+1. version: --version, --latest (the table's), else the last one the producer published
+   (its progress topic);
 2. copy the Delta snapshot at that version into a staging table of the target's types
    (read by delta-rs, or by Spark for reader features delta-rs lacks: routes.py), as the
    producer publishes it: --exclude-columns left out, --hash-columns hashed (hashed.py);
@@ -41,13 +42,13 @@ def verify(settings: VerifySettings) -> Report:
     target = Target(settings.clickhouse.database, s.target_table)
     deadline = time.monotonic() + s.wait_seconds
     columns = _until(deadline)(_target_columns, client, target)
-    _until(deadline)(_published, settings)
+    _until(deadline)(_version, settings)
     keys = s.primary_key or _sorting_key(client, target)
     staging = Target(target.database, f"{target.table}__verify_{uuid.uuid4().hex[:8]}")
     staged: int | None = None
     try:
         while True:
-            version = s.version if s.version is not None else _published(settings)
+            version = _version(settings)
             if version != staged:
                 shared, problems = _stage(settings, client, staging, columns, version)
                 staged = version
@@ -111,6 +112,14 @@ def _stage(
     hashes, unhashed = hashed.hashed_columns(policy, delta.schema, shared)
     snapshot.stage(client, staging, shared, delta, hashes)
     return shared, problems + unhashed
+
+
+def _version(settings: VerifySettings) -> int:
+    """--version, else --latest's version of the table, else the last one published."""
+    s = settings.verify
+    if s.version is not None:
+        return s.version
+    return snapshot.latest_version(settings) if s.latest else _published(settings)
 
 
 def _published(settings: VerifySettings) -> int:

@@ -42,6 +42,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--primary-key", help="key columns, comma-separated (default: ORDER BY)")
     p.add_argument("--version", type=int, help="Delta version (default: last published)")
     p.add_argument(
+        "--latest",
+        action="store_true",
+        default=None,
+        help="compare at the table's latest version, not the last published one; with --wait, "
+        "until the producer and the consumer have delivered it",
+    )
+    p.add_argument(
         "--exclude-columns",
         metavar="COL[,COL]",
         help="columns the producer leaves out (its --exclude-columns): not compared",

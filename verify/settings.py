@@ -23,6 +23,8 @@ class VerifySection(Section):
     clickhouse_table: str = ""  # default: derived from the topic, as the consumer derives it
     primary_key: Annotated[list[str], NoDecode] = Field(default_factory=list)  # default: ORDER BY
     version: int | None = Field(default=None, ge=0)  # default: the last published version
+    # Compare at the table's latest version instead; with wait_seconds, until it arrives.
+    latest: bool = False
     wait_seconds: float = Field(default=0.0, ge=0)  # retry until equal, for a catching-up consumer
     # delta-rs object-store options, over those [storage] gives.
     storage_options: dict[str, str] = Field(default_factory=dict)
@@ -39,6 +41,8 @@ class VerifySection(Section):
     @model_validator(mode="after")
     def _consistent(self) -> VerifySection:
         check_columns(self.primary_key, self.exclude_columns, self.hash_columns, self.table)
+        if self.latest and self.version is not None:
+            raise ValueError("give --version or --latest, not both")
         return self
 
     @property

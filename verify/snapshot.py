@@ -56,7 +56,13 @@ def open_version(settings: VerifySettings, version: int) -> Snapshot:
     return Snapshot(route, names, files, schema)
 
 
-def _open(uri: str, version: int, storage_options: Mapping[str, str]) -> DeltaTable:
+def latest_version(settings: VerifySettings) -> int:
+    """The table's latest version, from its log."""
+    s = settings.verify
+    return int(_open(s.table, None, settings.storage_options).version())
+
+
+def _open(uri: str, version: int | None, storage_options: Mapping[str, str]) -> DeltaTable:
     try:
         return DeltaTable(uri, version=version, storage_options=dict(storage_options) or None)
     except TableNotFoundError as exc:
@@ -65,7 +71,7 @@ def _open(uri: str, version: int, storage_options: Mapping[str, str]) -> DeltaTa
         ) from exc
     except DeltaError as exc:
         raise NothingToCompareError(
-            f"Delta table {uri} cannot be read at version {version} ({exc}); {VACUUMED}; if "
+            f"Delta table {uri} cannot be read at {_at(version)} ({exc}); {VACUUMED}; if "
             "delta-rs does not support one of its features, read it with Spark: --reader spark"
         ) from exc
     except OSError as exc:  # delta-rs's object-store failures carry no code, only their text
@@ -140,3 +146,7 @@ def _blocks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
             pending, count = [], 0
     if pending:
         yield pa.Table.from_batches(pending)
+
+
+def _at(version: int | None) -> str:
+    return "its latest version" if version is None else f"version {version}"

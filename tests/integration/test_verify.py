@@ -168,3 +168,21 @@ def test_with_wait_a_target_the_consumer_has_not_created_yet_is_waited_for(
     consume(endpoints, path, topic, ch_database)
     checker.join(120)
     assert reports and reports[0].equal, reports and reports[0].render()
+
+
+def test_latest_compares_at_the_tables_last_version_not_the_last_published_one(
+    spark: Any, endpoints: Endpoints, tmp_path: Any, ch_database: str
+) -> None:
+    path = str(tmp_path / "people")
+    change_every_way(spark, path)  # versions 0..4
+    checked = consume(
+        endpoints, path, publish(spark, endpoints, path, "id", until_version=3), ch_database
+    )
+
+    published = verify(checked)
+    latest = verify(
+        checked.model_copy(update={"verify": checked.verify.model_copy(update={"latest": True})})
+    )
+
+    assert (published.version, published.equal) == (3, True), published.render()
+    assert (latest.version, latest.equal) == (4, False), latest.render()

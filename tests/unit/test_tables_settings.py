@@ -136,3 +136,13 @@ def test_verify_compares_every_listed_table_or_the_one_picked_with_its_entry() -
     (orders,) = picked.each()
     assert (orders.verify.target_table, orders.verify.hash_columns) == ("orders", ["email"])
     assert (orders.verify.exclude_columns, orders.verify.wait_seconds) == (["notes", "internal"], 5)
+
+
+def test_latest_reaches_every_listed_table_and_excludes_a_version() -> None:
+    values = own_sections(tomllib.loads(LAKE), VerifySettings)
+
+    every = VerifySettings(**values, verify={"latest": True}).each()
+
+    assert [s.verify.latest for s in every] == [True, True]
+    with pytest.raises(ValidationError, match="--version or --latest"):
+        VerifySettings(verify={"table": "/t", "latest": True, "version": 3})
