@@ -77,17 +77,17 @@ def test_compose_stop_drains_the_consumer_and_commits_what_it_wrote(project: Pro
     project.compose("up", "-d", "--no-deps", "consumer")
 
 
-def test_verify_exits_0_and_the_last_version_arrives_with_nothing_lost_or_doubled(
+def test_verify_exits_0_at_the_last_version_with_nothing_lost_or_doubled(
     project: Project,
 ) -> None:
-    # The demo's own check: verify, once the table stopped changing.
+    # The demo's own check, once the table stopped changing: `--latest --wait`, so the
+    # table's last version, whatever the kills and stops above cost.
     wait_until(partial(project.exited, "verify"), "verify finished", 900)
-    assert project.state("verify")["ExitCode"] == 0, project.compose("logs", "verify")
+    log = project.compose("logs", "--no-color", "--no-log-prefix", "verify")
+    assert project.state("verify")["ExitCode"] == 0, log
     demo = project.compose("logs", "--no-log-prefix", "demo-data")
     last = int(demo.split("version ")[-1].split(":")[0])
-    wait_until(lambda: f"last Delta version {last}\n" in status(project), f"version {last} in")
-    again = project.run("run", "--rm", "--no-deps", "verify")
-    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"at version {last}:" in log, log
     # Doubled: a change published twice (ClickHouse would hide it behind FINAL).
     records = read_topic(project.endpoints, TOPIC)
     seen = Counter((r.key["id"], r.value["_commit_version"]) for r in records if r.value)
