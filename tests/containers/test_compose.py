@@ -3,8 +3,9 @@
 stack/docker/images.sh builds the images (starting dockerd, and installing it with apt-get,
 when none answers); stack/docker/compose.local.yml swaps only the third-party images. The
 tests then run in order on one compose project: every healthcheck turns healthy, SIGKILLed
-producer and consumer containers come back by their restart policy, verify exits 0 with
-nothing lost or doubled, and `docker compose stop` drains the consumer.
+producer and consumer containers come back by their restart policy, `docker compose stop`
+(SIGTERM) stops the producer cleanly and drains the consumer, and verify exits 0 at the
+table's last version with nothing lost or doubled.
 """
 
 from __future__ import annotations
