@@ -10,7 +10,8 @@ same `follow_table` that runs a single table, fairly, and failing alone.
 - A table that fails on its own (a schema change, vacuumed versions, a NULL key, a path
   with no table ...) is logged (`table_failed`), shown on /metrics
   (`cdfbridge_producer_table_failed`) and retried from its last whole chunk with back-off
-  (0.5 s doubling up to TABLE_MAX_BACKOFF_S), while the others go on.
+  (0.5 s doubling up to TABLE_MAX_BACKOFF_S), while the others go on. An attempt that ran
+  for HEALTHY_S before it failed starts the back-off over.
 - What stops every table stops the process: another producer took a table's topic over
   (exit 4), Kafka, the registry, the object store or the Spark driver is gone (3), or one
   of them refuses the shared settings, such as credentials (2). The
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from producer import metrics
@@ -28,13 +31,34 @@ from producer.errors import FencedError
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
 from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
-from schemas.retry import Stopped, retrying
+from schemas.retry import Stopped, backoff_s, retrying
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("cdfbridge.producer")
 TABLE_MAX_BACKOFF_S = 300.0
+HEALTHY_S = 60.0  # an attempt that ran this long before failing had recovered
+
+
+class Backoff:
+    """One table's consecutive failures, and the delay before its next attempt: an attempt
+    that ran HEALTHY_S counts as a recovery, so its failure waits FIRST_S again."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.failures = 0
+        self.began = clock()
+
+    def attempt(self) -> None:
+        self.began = self.clock()
+
+    def failed(self) -> None:
+        recovered = self.clock() - self.began >= HEALTHY_S
+        self.failures = 1 if recovered else self.failures + 1
+
+    def delay_s(self) -> float:
+        return backoff_s(self.failures, TABLE_MAX_BACKOFF_S)
 
 
 def follow_all(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
@@ -75,6 +99,7 @@ class _Table:
         self.source, self.spark, self.stop = source, spark, stop
         self.topic = source.topic_name
         self.error: BaseException | None = None  # what stopped every table, if this saw it
+        self.backoff = Backoff()
         self.thread = threading.Thread(target=self._run, name=f"table-{self.topic}", daemon=True)
 
     def _run(self) -> None:
@@ -85,10 +110,16 @@ class _Table:
             max_backoff_s=TABLE_MAX_BACKOFF_S,
             stop=self.stop,
             retry_on=self._fails_alone,
+            delay_s=self.backoff.delay_s,
         )
         metrics.TABLE_FAILED.labels(self.topic).set(0)
+
+        def attempt() -> None:
+            self.backoff.attempt()
+            follow_table(self.settings, self.spark, self.stop)
+
         try:
-            retry(follow_table, self.settings, self.spark, self.stop)
+            retry(attempt)
         except Stopped:
             return
         except BaseException as exc:  # noqa: BLE001 - handed to follow_all to raise
@@ -102,6 +133,7 @@ class _Table:
         a table's own failure is logged and counted here."""
         if self.stop.is_set() or stops_every_table(exc, self.spark):
             return False
+        self.backoff.failed()
         metrics.TABLE_FAILED.labels(self.topic).set(1)
         metrics.TABLE_FAILURES.labels(self.topic).inc()
         metrics.event(

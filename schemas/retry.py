@@ -53,14 +53,18 @@ def retrying(
     attempts: int | None = None,
     stop: threading.Event | None = None,
     retry_on: Callable[[BaseException], bool] | None = None,
+    delay_s: Callable[[], float] | None = None,
 ) -> Retrying:
     """Retry TransientErrors (or what `retry_on` accepts) while waiting for `what` (named in
-    the log line); `attempts` None retries until it succeeds or `stop` is set."""
+    the log line); `attempts` None retries until it succeeds or `stop` is set. `delay_s`
+    replaces the schedule for a caller that keeps its own count of failures."""
     return Retrying(
         retry=retry_if_exception_type(TransientError)
         if retry_on is None
         else retry_if_exception(retry_on),
-        wait=wait_exponential(multiplier=FIRST_S, max=max_backoff_s),
+        wait=wait_exponential(multiplier=FIRST_S, max=max_backoff_s)
+        if delay_s is None
+        else lambda _: delay_s(),
         stop=stop_after_attempt(attempts) if attempts is not None else stop_never,
         sleep=_sleeper(stop),
         before_sleep=_logger(what),
