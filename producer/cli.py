@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,11 @@ exit codes:
   2  invalid settings or arguments, a topic name Kafka refuses, or refused credentials
   3  Kafka, the registry or Spark did not answer after retries, or the Spark driver JVM died
   4  fenced: another producer took over this table's topic
+  5  resync: asked for, but no producer published the snapshot within --wait
 """
+
+
+NOT_SOURCE = {"config", "log_level", "master", "conf", "command", "name", "wait_s"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -92,6 +97,28 @@ def parser() -> argparse.ArgumentParser:
         "tables in one process (each entry: table, primary_key, and any [source] key)",
     )
     p.add_argument("--log-level", default="INFO")
+    commands = p.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("run", help="follow the table(s) until SIGTERM (the default)")
+    resync = commands.add_parser(
+        "resync",
+        help="re-snapshot one table at its latest version into a new generation of its topic, "
+        "while the running producer's other tables flow; then rebuild it with "
+        "`cdfbridge-consumer rebuild`",
+    )
+    resync.add_argument(
+        "name",
+        nargs="?",
+        help="the [[tables]] entry's table or topic (needed when --config lists several)",
+    )
+    resync.add_argument(
+        "--wait",
+        dest="wait_s",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="wait this long for the producer to publish the snapshot (default 600; 0: ask "
+        "and return)",
+    )
     return p
 
 
@@ -99,11 +126,7 @@ def settings_from(args: argparse.Namespace) -> ProducerSettings:
     """Flags over --config file over env vars over defaults."""
     values: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
     values = own_sections(values, ProducerSettings)
-    source_flags = {
-        k: v
-        for k, v in vars(args).items()
-        if v is not None and k not in ("config", "log_level", "master", "conf")
-    }
+    source_flags = {k: v for k, v in vars(args).items() if v is not None and k not in NOT_SOURCE}
     values.setdefault("source", {}).update(source_flags)
     spark: dict[str, Any] = values.setdefault("spark", {})
     if args.master:
@@ -122,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
     for handler in logging.getLogger().handlers:
         handler.addFilter(_quiet_py4j_retries)
-    return run_command("cdfbridge-producer", lambda: settings_from(args), _run, [(FencedError, 4)])
+    command = _resync(args) if args.command == "resync" else _run
+    return run_command(
+        "cdfbridge-producer", lambda: settings_from(args), command, [(FencedError, 4)]
+    )
 
 
 def _quiet_py4j_retries(record: logging.LogRecord) -> bool:
@@ -136,3 +162,16 @@ def _run(settings: ProducerSettings) -> int:
 
     run(settings)
     return 0
+
+
+def _resync(args: argparse.Namespace) -> Callable[[ProducerSettings], int]:
+    def resync(settings: ProducerSettings) -> int:
+        from producer import resync
+
+        topic = resync.chosen_topic(settings, args.name)
+        position = resync.request(settings.kafka.client_config(), topic, args.wait_s)
+        print(resync.describe(topic, position))
+        taken = position.generation.number >= position.requested
+        return 0 if taken or args.wait_s == 0 else 5
+
+    return resync

@@ -24,12 +24,18 @@ class ChangeFeedDisabledError(TerminalError):
         )
 
 
+RESYNC = (
+    "resync it: `cdfbridge-producer ... resync TABLE` publishes its state at the latest "
+    "version into a new generation of its topic and follows changes from there; then "
+    "`cdfbridge-consumer --topic TOPIC rebuild` rebuilds its ClickHouse table"
+)
+
+
 class VersionUnavailableError(TerminalError):
     def __init__(self, table: str, first: int, cause: str) -> None:
         super().__init__(
             f"changes of table {table} from version {first} are no longer available (CDF enabled "
-            f"later, log retention or VACUUM: {cause}); restart with --snapshot to publish the "
-            "current state and follow changes from there"
+            f"later, log retention or VACUUM: {cause}); {RESYNC}"
         )
 
 
@@ -37,8 +43,7 @@ class SchemaChangeError(TerminalError):
     def __init__(self, table: str, version: int, detail: str) -> None:
         super().__init__(
             f"table {table} changed its schema incompatibly at or before version {version} "
-            f"({detail}); only added nullable columns are followed. Resync: publish to a new "
-            "topic with --snapshot, then rebuild the ClickHouse table from it"
+            f"({detail}); only added nullable columns are followed; {RESYNC}"
         )
 
 

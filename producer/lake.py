@@ -12,6 +12,8 @@ same `follow_table` that runs a single table, fairly, and failing alone.
   (`cdfbridge_producer_table_failed`) and retried from its last whole chunk with back-off
   (0.5 s doubling up to TABLE_MAX_BACKOFF_S), while the others go on. An attempt that ran
   for HEALTHY_S before it failed starts the back-off over.
+- A resync of one table (producer/resync.py) halts that table's follow alone, even while
+  it waits to be retried.
 - What stops every table stops the process: another producer took a table's topic over
   (exit 4), Kafka, the registry, the object store or the Spark driver is gone (3), or one
   of them refuses the shared settings, such as credentials (2). The
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from producer import metrics
 from producer.errors import FencedError
+from producer.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
 from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
@@ -61,10 +64,10 @@ class Backoff:
         return backoff_s(self.failures, TABLE_MAX_BACKOFF_S)
 
 
-def follow_all(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
-    """Follow every table of settings until each is done (--until-version) or stop is set;
-    raises the first error that stops every table."""
-    tables = [_Table(settings, source, spark, stop) for source in settings.sources()]
+def follow_all(settings: ProducerSettings, spark: SparkSession, resyncs: Resyncs) -> None:
+    """Follow every table of settings until each is done (--until-version) or the process
+    stops (resyncs.stop); raises the first error that stops every table."""
+    tables = [_Table(settings, source, spark, resyncs) for source in settings.sources()]
     metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
         table.thread.start()
@@ -93,10 +96,11 @@ class _Table:
         settings: ProducerSettings,
         source: SourceSection,
         spark: SparkSession,
-        stop: threading.Event,
+        resyncs: Resyncs,
     ) -> None:
         self.settings = settings.model_copy(update={"source": source, "tables": []})
-        self.source, self.spark, self.stop = source, spark, stop
+        self.source, self.spark, self.resyncs = source, spark, resyncs
+        self.stop = resyncs.stop
         self.topic = source.topic_name
         self.error: BaseException | None = None  # what stopped every table, if this saw it
         self.backoff = Backoff()
@@ -108,7 +112,7 @@ class _Table:
         retry = retrying(
             f"table {self.source.table}",
             max_backoff_s=TABLE_MAX_BACKOFF_S,
-            stop=self.stop,
+            stop=self.resyncs.halt(self.topic),  # the process stops, or a resync is asked for
             retry_on=self._fails_alone,
             delay_s=self.backoff.delay_s,
         )
@@ -116,12 +120,17 @@ class _Table:
 
         def attempt() -> None:
             self.backoff.attempt()
-            follow_table(self.settings, self.spark, self.stop)
+            follow_table(self.settings, self.spark, self.resyncs)
 
         try:
-            retry(attempt)
-        except Stopped:
-            return
+            while True:
+                try:
+                    retry(attempt)
+                    return
+                except Stopped:
+                    if self.stop.is_set():
+                        return
+                    # a resync asked for while the table waited to retry: take it now
         except BaseException as exc:  # noqa: BLE001 - handed to follow_all to raise
             if stops_every_table(exc, self.spark):
                 self.error = exc

@@ -18,7 +18,7 @@ from producer.errors import MessageTooLargeError, client_limit, topic_limit
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from schemas.errors import CdfBridgeError
 from schemas.kafka_errors import build, passing
-from schemas.progress import Progress
+from schemas.progress import Position, Progress
 from schemas.retry import retrying
 from schemas.service_errors import UnreachableError
 from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
@@ -65,12 +65,13 @@ class Publisher:
             },
         )
 
-    def start(self) -> int | None:
-        """Fence older producers, then return the last version fully published (None: none)."""
+    def start(self) -> Position:
+        """Fence older producers, then return what the progress topic says: the last version
+        fully published, the generation, and a resync asked for."""
         for attempt in retrying("Kafka", max_backoff_s=30, attempts=START_ATTEMPTS):
             with attempt:
                 self._init_transactions(attempt.retry_state.attempt_number)
-        return self.progress.last_version()
+        return self.progress.read()
 
     def _init_transactions(self, attempt: int) -> None:
         """init_transactions once: a failure a later attempt can get past raises

@@ -36,6 +36,9 @@ class TopicSchemas:
         self.attempts = attempts
         self.key: WireSchema | None = None
         self.value: WireSchema | None = None
+        # A new generation (producer/resync.py): its first schemas replace the topic's,
+        # whatever they are, since its consumers rebuild from the generation's start.
+        self.new_generation = False
 
     @classmethod
     def connect(cls, registry: SchemaRegistrySettings, topic: str, table: str) -> TopicSchemas:
@@ -50,13 +53,14 @@ class TopicSchemas:
         """Register key and value (idempotent), refusing value changes that are not additive."""
         if self.key and self.value and (self.key.schema, self.value.schema) == (key, value):
             return
-        old_key, old_value = self._carried()
+        old_key, old_value = (None, None) if self.new_generation else self._carried()
         if old_value is not None and old_value != value:
             check_additive(old_value, value, self.table, version)
         if old_key is not None and bare(old_key) != bare(key):
             raise SchemaChangeError(self.table, version, "the primary-key columns changed type")
         self.key = self._register(key_subject(self.topic), key, version)
         self.value = self._register(value_subject(self.topic), value, version)
+        self.new_generation = False
 
     def _carried(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The key and value schemas the topic carries: the last ones used, else, after a
@@ -83,6 +87,8 @@ class TopicSchemas:
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         avro = Schema(json.dumps(schema), "AVRO")
+        if self.new_generation:
+            self._compatibility(subject, "NONE")  # BACKWARD again once registered
         try:
             schema_id = self._call(self.client.register_schema, subject, avro)
         except SchemaRegistryError as exc:
@@ -90,11 +96,16 @@ class TopicSchemas:
                 detail = f"{subject}: {exc.error_message}"
                 raise SchemaChangeError(self.table, version, detail) from exc
             raise refused(exc, self.url, f"registering {subject}") from exc
-        try:
-            self._call(self.client.set_compatibility, subject_name=subject, level=COMPATIBILITY)
-        except SchemaRegistryError as exc:
-            raise refused(exc, self.url, f"setting {subject} to {COMPATIBILITY}") from exc
+        self._compatibility(subject, COMPATIBILITY)
         return WireSchema(schema, int(schema_id))
+
+    def _compatibility(self, subject: str, level: str) -> None:
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            self._call(self.client.set_compatibility, subject_name=subject, level=level)
+        except SchemaRegistryError as exc:
+            raise refused(exc, self.url, f"setting {subject} to {level}") from exc
 
     def _call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """call, once the client's own tries are spent: no answer or a server error raises

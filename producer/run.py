@@ -2,13 +2,15 @@
 changes until stopped. `follow_table` does one table:
 
 1. set up: Spark on the table, the topics, the transactional producer (which fences older
-   ones and reads the progress), the topic's schemas in the registry;
+   ones and reads the progress), the topic's schemas in the registry; a resync asked for
+   (producer/resync.py) starts a new generation with a snapshot at the latest version;
 2. the reader thread runs follow() (producer/follow.py: poll, plan, read, encode, slice)
    one slice ahead of this one (producer/prefetch.py);
 3. this thread sends each chunk's slices in one Kafka transaction with its progress record
    (producer/publish.py), then logs the chunk.
 
-SIGTERM or SIGINT aborts the open transaction and returns 0.
+SIGTERM or SIGINT aborts the open transaction and returns 0. A resync request halts one
+table's follow the same way, and its follow starts over.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from producer.follow import FOLLOW, follow, in_pool
 from producer.prefetch import Prefetch
 from producer.publish import Publisher
 from producer.registry import TopicSchemas
-from producer.settings import ProducerSettings, SourceSection
+from producer.resync import Resyncs
+from producer.settings import ProducerSettings
 from producer.slices import Slice
 from producer.source import DeltaSource
+from producer.start import starting_point
 from producer.topics import ensure_topics
 from schemas.errors import CdfBridgeError
 from schemas.spark_session import session_for
@@ -55,15 +59,19 @@ def run(
     starting one from settings.spark."""
     stop = stop or threading.Event()
     restore = _on_signals(stop)
+    resyncs: Resyncs | None = None
     try:
         metrics.serve(settings.source.metrics_port)
+        resyncs = Resyncs(settings.kafka.client_config(), stop)
         if not settings.tables:
-            follow_table(settings, spark or _session(settings), stop)
+            follow_table(settings, spark or _session(settings), resyncs)
             return
         from producer.lake import follow_all
 
-        follow_all(settings, spark or _session(settings, FAIR), stop)
+        follow_all(settings, spark or _session(settings, FAIR), resyncs)
     finally:
+        if resyncs is not None:
+            resyncs.close()
         restore()
 
 
@@ -74,22 +82,31 @@ def _session(settings: ProducerSettings, conf: Mapping[str, str] | None = None) 
     return session_for(spark, settings.storage, APP_NAME)
 
 
-def follow_table(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
-    """Publish settings.source's table until its --until-version or stop; raises
-    CdfBridgeErrors, the object store's failures named."""
-    try:
-        _follow(settings, spark, stop)
-    except CdfBridgeError:
-        raise
-    except Exception as exc:
-        # Spark's and Delta's errors, raised here or in the reader: the store's are named.
-        failure = storage_error(exc, settings.source.table, settings.storage.endpoint)
-        if failure is None:
+def follow_table(settings: ProducerSettings, spark: SparkSession, resyncs: Resyncs) -> None:
+    """Publish settings.source's table until its --until-version or the process stops,
+    starting over on each resync request; raises CdfBridgeErrors, the object store's
+    failures named."""
+    topic = settings.source.topic_name
+    while True:
+        halt = resyncs.rearm(topic)
+        try:
+            _follow(settings, spark, halt, resyncs)
+        except CdfBridgeError:
             raise
-        raise failure from exc
+        except Exception as exc:
+            # Spark's and Delta's errors, raised here or in the reader: the store's are named.
+            failure = storage_error(exc, settings.source.table, settings.storage.endpoint)
+            if failure is None:
+                raise
+            raise failure from exc
+        if resyncs.stop.is_set() or not halt.is_set():
+            return  # stopping, or --until-version reached
+        # else halted by a resync request: the next start takes it
 
 
-def _follow(settings: ProducerSettings, spark: SparkSession, stop: threading.Event) -> None:
+def _follow(
+    settings: ProducerSettings, spark: SparkSession, stop: threading.Event, resyncs: Resyncs
+) -> None:
     config, topic = settings.source, settings.source.topic_name
     in_pool(spark, FOLLOW)
     source = DeltaSource(spark, config.table)
@@ -98,10 +115,13 @@ def _follow(settings: ProducerSettings, spark: SparkSession, stop: threading.Eve
     limit = settings.kafka.max_message_bytes
     ensure_topics(kafka, topic, config.partitions, limit)
     publisher = Publisher(kafka, topic, config.tombstones, limit)
-    last = publisher.start()
-    start, snapshot_at = starting_point(config, source, last)
+    position = publisher.start()
+    resyncs.watch(topic, max(position.requested, position.generation.number))
+    start, snapshot_at = starting_point(config, source, publisher, position)
+    last = position.version
     metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
     schemas = TopicSchemas.connect(settings.schema_registry, topic, config.table)
+    schemas.new_generation = position.resync_pending
     publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
     changes = follow(source, schemas, config, start, snapshot_at, stop)
     try:
@@ -110,24 +130,6 @@ def _follow(settings: ProducerSettings, spark: SparkSession, stop: threading.Eve
             _publish_all(iter(slices), publisher, topic, stop)
     finally:
         publisher.close()
-
-
-def starting_point(
-    config: SourceSection, source: DeltaSource, last_published: int | None
-) -> tuple[int, int | None]:
-    """(first version to read, version to snapshot first or None); progress always wins."""
-    if last_published is not None:
-        return last_published + 1, None
-    if config.snapshot:
-        version = (
-            source.latest_version() if config.starting_version is None else config.starting_version
-        )
-        return version + 1, version
-    if config.starting_version is not None:
-        return config.starting_version, None
-    if config.starting_timestamp is not None:
-        return source.version_at(config.starting_timestamp), None
-    return 0, None
 
 
 def _publish_all(

@@ -17,7 +17,7 @@ from verify.check import verify
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 MAPPED = "delta.enableChangeDataFeed = true, delta.columnMapping.mode = 'name'"
-RESYNC = r"Resync: publish to a new topic with --snapshot, then rebuild the ClickHouse table"
+RESYNC = r"resync it: `cdfbridge-producer \.\.\. resync TABLE`"
 
 
 def create_mapped(spark: Any, path: str) -> None:

@@ -1,0 +1,51 @@
+"""Where a table's follow starts: a new generation when a resync was asked for, else after
+the last version published, else where the table's settings say."""
+
+from __future__ import annotations
+
+from producer import metrics
+from producer.publish import Publisher
+from producer.settings import SourceSection
+from producer.source import DeltaSource
+from schemas.progress import Position
+
+
+def starting_point(
+    config: SourceSection, source: DeltaSource, publisher: Publisher, position: Position
+) -> tuple[int, int | None]:
+    """(first version to read, version to snapshot first or None), and the generation the
+    publisher's progress records name: a resync asked for first, then progress, then the
+    table's settings."""
+    if position.resync_pending:
+        return _new_generation(publisher, source, position.requested)
+    publisher.progress.generation = position.generation
+    last_published = position.version
+    if last_published is not None:
+        return last_published + 1, None
+    if config.snapshot:
+        version = (
+            source.latest_version() if config.starting_version is None else config.starting_version
+        )
+        return version + 1, version
+    if config.starting_version is not None:
+        return config.starting_version, None
+    if config.starting_timestamp is not None:
+        return source.version_at(config.starting_timestamp), None
+    return 0, None
+
+
+def _new_generation(publisher: Publisher, source: DeltaSource, number: int) -> tuple[int, int]:
+    """Steps 2 and 3 of a resync (producer/resync.py): the generation starts at the topic's
+    end offsets, with a snapshot at the latest version; (first version to read, snapshot)."""
+    generation = publisher.progress.generation_here(number)
+    publisher.progress.generation = generation
+    version = source.latest_version()
+    metrics.event(
+        "resync",
+        table=source.table,
+        topic=publisher.topic,
+        generation=number,
+        snapshot_version=version,
+        generation_start=generation.start,
+    )
+    return version + 1, version
