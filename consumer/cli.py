@@ -67,8 +67,9 @@ def parser() -> argparse.ArgumentParser:
     ddl.add_argument("--num-consumers", type=int, default=1, help="kafka_num_consumers")
     rebuild = commands.add_parser(
         "rebuild",
-        help="refill the table from the topic into a shadow table, then swap it in atomically "
-        "(one topic: --topic NAME when several are configured)",
+        help="refill the table from the topic (from its current generation, after a "
+        "producer resync) into a shadow table, then swap it in atomically (one topic: --topic "
+        "NAME when several are configured)",
     )
     rebuild.add_argument("--rebuild-group", help="group to use (default <group>-rebuild-<time>)")
     reset = commands.add_parser(
@@ -137,7 +138,8 @@ def _rebuild(settings: ConsumerSettings, args: argparse.Namespace) -> int:
     from consumer.rebuild import rebuild
 
     done = rebuild(settings.one("rebuild"), args.rebuild_group or "")
-    print(f"rebuilt {done.table} with group {done.group}: {done.rows} rows")
+    since = f", from generation {done.generation}" if done.generation else ""
+    print(f"rebuilt {done.table} with group {done.group}: {done.rows} rows{since}")
     return 0
 
 

@@ -3,7 +3,9 @@
 A rebuild never stops the readers of the table:
 1. create a shadow table `<table>__rebuild` from the latest value schema (replacing a
    leftover one);
-2. fill it from the earliest offset with a fresh consumer group, until it has caught up;
+2. fill it with a fresh consumer group, from the start of the topic's current generation
+   (schemas/progress.py: where the producer's last resync began; else the earliest
+   offset), until it has caught up;
 3. swap it in atomically: EXCHANGE TABLES (RENAME when there was no table), and refresh
    the `<table>_current` view for the new columns;
 4. catch up once more with the same group, now into the swapped-in table, so changes that
@@ -18,12 +20,14 @@ import time
 from dataclasses import dataclass
 
 from clickhouse_connect.driver.client import Client
+from confluent_kafka import TopicPartition
 
-from consumer import table
+from consumer import offsets, table
 from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
 from schemas.clickhouse_client import connect
 from schemas.clickhouse_errors import sorted_errors
+from schemas.progress import Generation, Progress
 from schemas.target import Target, existing_columns
 
 log = logging.getLogger(__name__)
@@ -35,6 +39,7 @@ class Rebuilt:
     table: str
     group: str
     rows: int
+    generation: int = 0
 
 
 def rebuild(settings: ConsumerSettings, group: str = "") -> Rebuilt:
@@ -48,7 +53,8 @@ def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     group = group or f"{settings.consumer.group}-rebuild-{int(time.time())}"
     client = connect(settings.clickhouse)
     _drop(client, shadow)  # 1.
-    _catch_up(settings, shadow, group)  # 2.
+    generation = _from_generation(settings, group)  # 2.
+    _catch_up(settings, shadow, group)
     existed = existing_columns(client, target) is not None
     if existed:  # 3.
         client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
@@ -58,8 +64,23 @@ def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     _catch_up(settings, target, group)  # 4.
     _drop(client, shadow)  # 5.
     rows = int(str(client.command(f"SELECT count() FROM {target.name}")))  # noqa: S608 - quoted
-    log.info("rebuilt", extra={"table": target.name, "group": group, "rows": rows})
-    return Rebuilt(target.name, group, rows)
+    done = Rebuilt(target.name, group, rows, generation.number)
+    log.info(
+        "rebuilt",
+        extra={"table": done.table, "group": group, "rows": rows, "generation": done.generation},
+    )
+    return done
+
+
+def _from_generation(settings: ConsumerSettings, group: str) -> Generation:
+    """Start group at the topic's current generation, when a resync began one; a group
+    without offsets starts at the earliest."""
+    kafka, topic = settings.kafka.client_config(), settings.consumer.topic
+    generation = Progress(kafka, topic).read().generation
+    if generation.number:
+        starts = [TopicPartition(topic, p, offset) for p, offset in generation.start.items()]
+        offsets.reset(kafka, group, starts)
+    return generation
 
 
 def _catch_up(settings: ConsumerSettings, into: Target, group: str) -> None:
