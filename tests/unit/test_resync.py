@@ -1,0 +1,87 @@
+"""What a resync reads and writes in the progress topic, and which table it names: pure
+logic, no services."""
+
+from pathlib import Path
+
+import pytest
+
+from producer.cli import main
+from producer.resync import chosen_topic, describe
+from producer.settings import ProducerSettings
+from schemas.errors import ConfigError
+from schemas.progress import Generation, Position
+
+
+def test_a_generation_round_trips_through_its_progress_record_fields() -> None:
+    generation = Generation(2, {1: 40, 0: 7})
+
+    fields = generation.fields()
+
+    assert fields == {"generation": 2, "generation_start": {"0": 7, "1": 40}}
+    assert Generation.of({"version": 9, **fields}) == generation
+
+
+def test_a_record_without_a_generation_is_generation_0_and_writes_no_fields() -> None:
+    assert Generation.of({"version": 9}) == Generation()
+    assert Generation().fields() == {}
+
+
+def test_a_request_above_the_generation_is_pending_and_the_next_one_comes_after_both() -> None:
+    pending = Position(5, Generation(1, {0: 3}), requested=2)
+    taken = Position(5, Generation(2, {0: 9}), requested=2)
+
+    assert pending.resync_pending and pending.next_generation == 3
+    assert not taken.resync_pending and taken.next_generation == 3
+    assert not Position(5).resync_pending and Position(5).next_generation == 1
+
+
+def lake() -> ProducerSettings:
+    return ProducerSettings(
+        tables=[
+            {"table": "/lake/orders", "primary_key": "id"},
+            {"table": "/lake/users", "primary_key": "id", "topic": "users"},
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "topic"),
+    [
+        ("/lake/orders", "cdfbridge.orders"),
+        ("cdfbridge.orders", "cdfbridge.orders"),
+        ("users", "users"),
+        ("/lake/users", "users"),
+    ],
+)
+def test_a_resync_names_its_table_by_path_or_topic(name: str, topic: str) -> None:
+    assert chosen_topic(lake(), name) == topic
+
+
+def test_a_resync_among_several_tables_without_a_name_lists_them() -> None:
+    with pytest.raises(ConfigError, match=r"name the table to resync.*cdfbridge\.orders, users"):
+        chosen_topic(lake(), None)
+
+
+def test_the_resync_command_without_a_name_exits_2_before_reaching_kafka(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "lake.toml"
+    config.write_text(
+        '[kafka]\nbootstrap_servers = "127.0.0.1:1"\n'
+        '[[tables]]\ntable = "/lake/a"\nprimary_key = "id"\n'
+        '[[tables]]\ntable = "/lake/b"\nprimary_key = "id"\n'
+    )
+
+    code = main(["--config", str(config), "resync", "nope"])
+
+    assert code == 2
+    assert "no table or topic 'nope'" in capsys.readouterr().err
+
+
+def test_what_the_resync_prints_once_taken_names_the_rebuild_to_run() -> None:
+    printed = describe("t", Position(7, Generation(1, {0: 4, 1: 2}), requested=1))
+
+    assert "t: generation 1 published, snapshot at version 7" in printed
+    assert "partition 0 at 4, partition 1 at 2" in printed
+    assert "cdfbridge-consumer --topic t rebuild" in printed
+    assert "no producer has published" in describe("t", Position(7, requested=1))
