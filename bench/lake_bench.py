@@ -15,6 +15,11 @@ the producer's peak RSS against the first count's.
 --backfill-rows R adds a table of R changes (inserts, 5% updated, 1% deleted: the backlog of
 bench/producer_bench.py) that the producer backfills from version 0 while the N tables keep
 committing; their freshness is measured while it runs, and the backfill's rows/s is printed.
+
+--resync-rows R adds a table of R changes that the producer follows from its latest version
+(nothing to backfill); when measuring starts, `cdfbridge-producer resync` re-snapshots it
+into a new generation of its topic while the N tables keep committing. Their freshness is
+measured meanwhile, and how long the snapshot took to reach ClickHouse is printed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -39,8 +46,14 @@ from producer.generate import Generator
 from schemas.settings import ConnectionSettings
 
 
-def config_text(database: str, tables: dict[str, tuple[str, str]], poll_s: float) -> str:
-    """[[tables]] for both stages: {name: (path, topic)}, ClickHouse table = name."""
+def config_text(
+    database: str,
+    tables: dict[str, tuple[str, str]],
+    poll_s: float,
+    extra: dict[str, str] | None = None,
+) -> str:
+    """[[tables]] for both stages: {name: (path, topic)}, ClickHouse table = name; extra:
+    {name: more TOML lines of its entry}."""
     lines = [
         f'[clickhouse]\ndatabase = "{database}"',
         f"[source]\npoll_interval_s = {poll_s}\nmetrics_port = 0",
@@ -48,7 +61,7 @@ def config_text(database: str, tables: dict[str, tuple[str, str]], poll_s: float
     ]
     for name, (path, topic) in tables.items():
         entry = f'table = "{path}"\nprimary_key = "id"\ntopic = "{topic}"\ntarget = "{name}"'
-        lines.append(f"[[tables]]\n{entry}")
+        lines.append(f"[[tables]]\n{entry}\n{(extra or {}).get(name, '')}")
     return "\n\n".join(lines) + "\n"
 
 
@@ -77,10 +90,16 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         path = root / f"backlog_{args.backfill_rows}"
         build_table(path, args.backfill_rows)
         tables["backfill"] = (str(path), f"cdfbridge.lake_{run_id}_backfill")
+    extra, resynced = {}, (0, 0)  # resynced: (its last version, its rows)
+    if args.resync_rows:
+        path = root / f"backlog_{args.resync_rows}"
+        resynced = (build_table(path, args.resync_rows), _row_count(path))
+        tables["resync"] = (str(path), f"cdfbridge.lake_{run_id}_resync")
+        extra["resync"] = f"starting_version = {resynced[0]}"  # nothing to backfill
     for name in tables:
         target.create(client, database, name)
     config = root / f"{run_id}.toml"
-    config.write_text(config_text(database, tables, args.poll_interval))
+    config.write_text(config_text(database, tables, args.poll_interval, extra))
     logs = Path(__file__).parent / "results" / "logs"
     env = {**os.environ}
     producer = start(
@@ -117,6 +136,10 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
                 behind_at_start = not caught_up
                 measured_from, first = tick, dict(versions)
                 backfilled = [(time.time(), _rows_of(samples[-1][1], "backfill"))]
+                if args.resync_rows:
+                    before = samples[-1][1].get(("resync", resynced[0]), 0)
+                    resync_asked = (time.time(), before)
+                    _resync(config, tables["resync"][1], env)
             tick += 1
             if producer.poll() is not None or consumer.poll() is not None:
                 raise SystemExit(f"a stage exited; logs in {logs}/lake_{run_id}.*.log")
@@ -146,13 +169,34 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         "stored_at_end": r1,
         "rows_per_s": round((r1 - r0) / (t1 - t0)),
     }
+    resync: dict[str, Any] = {}
+    if args.resync_rows:
+        (asked_at, before), (version, rows) = resync_asked, resynced
+        done = next(
+            (s for s, seen in samples if seen.get(("resync", version), 0) >= before + rows), None
+        )
+        took = None if done is None else round(done - asked_at, 1)
+        resync = {"snapshot_rows": rows, "asked_to_stored_s": took}
     return {
         "tables": count,
+        "resync": resync,
         "caught_up_when_measured": not behind_at_start,
         "lags": lags,
         "backfill": backfill,
         **{k: v.mib for k, v in rss.items()},
     }
+
+
+def _resync(config: Path, topic: str, env: dict[str, str]) -> None:
+    """Ask the running producer to resync topic, and return at once."""
+    command = [sys.executable, "-m", "producer", "--config", str(config), "resync", topic]
+    subprocess.run([*command, "--wait", "0"], env=env, check=True, capture_output=True)  # noqa: S603 - our own command
+
+
+def _row_count(path: Path) -> int:
+    from deltalake import DeltaTable
+
+    return int(DeltaTable(str(path)).to_pyarrow_dataset().count_rows())
 
 
 def _rows_of(seen: dict[tuple[str, int], int], name: str) -> int:
@@ -190,6 +234,7 @@ def main() -> None:
     )
     p.add_argument("--poll-interval", type=float, default=0.5, help="the producer's")
     p.add_argument("--backfill-rows", type=int, default=0, help="a table backfilled meanwhile")
+    p.add_argument("--resync-rows", type=int, default=0, help="a table resynced meanwhile")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cdfbridge-lake-"))
     results = [scenario(args, count, root) for count in args.tables or [20]]
@@ -228,10 +273,14 @@ def main() -> None:
             rows,
         )
     )
-    if args.backfill_rows:
-        for result in results:
+    for result in results:
+        if args.backfill_rows:
             print(
                 f"backfill of {args.backfill_rows:,} changes while measured: {result['backfill']}"
+            )
+        if args.resync_rows:
+            print(
+                f"resync of a table of {args.resync_rows:,} changes while measured: {result['resync']}"
             )
 
     def draw(axes: Any) -> None:
