@@ -6,8 +6,9 @@ A rebuild never stops the readers of the table:
 2. fill it with a fresh consumer group, from the start of the topic's current generation
    (schemas/progress.py: where the producer's last resync began; else the earliest
    offset), until it has caught up;
-3. swap it in atomically: EXCHANGE TABLES (RENAME when there was no table), and refresh
-   the `<table>_current` view for the new columns;
+3. mark the shadow with the generation it holds (consumer/generation.py), swap it in
+   atomically: EXCHANGE TABLES (RENAME when there was no table), and refresh the
+   `<table>_current` view for the new columns;
 4. catch up once more with the same group, now into the swapped-in table, so changes that
    arrived during the swap are not left in the old table;
 5. drop the old table (now the shadow) and the shadow's view.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from clickhouse_connect.driver.client import Client
 from confluent_kafka import TopicPartition
 
+from consumer import generation as held
 from consumer import offsets, table
 from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
@@ -56,7 +58,8 @@ def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     generation = _from_generation(settings, group)  # 2.
     _catch_up(settings, shadow, group)
     existed = existing_columns(client, target) is not None
-    if existed:  # 3.
+    held.mark(client, shadow, generation.number)  # 3.
+    if existed:
         client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
     else:
         client.command(f"RENAME TABLE {shadow.name} TO {target.name}")

@@ -1,19 +1,21 @@
 """`status`: where the group stands per partition, the last Delta version in the table,
-and its row counts. A partition's lag is 0 once a read_committed reader has nothing left
+its row counts, and whether a resync (a new generation of the topic) calls for a rebuild. A partition's lag is 0 once a read_committed reader has nothing left
 after the group's offset, even though commit markers follow it (consumer/offsets.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clickhouse_connect.driver.client import Client
 
 from consumer import offsets
+from consumer.generation import held
 from consumer.settings import ConsumerSettings
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
 from schemas.clickhouse_client import connect
 from schemas.clickhouse_errors import sorted_errors
+from schemas.progress import Generation, Progress
 from schemas.target import Target, existing_columns
 
 
@@ -26,6 +28,8 @@ class Status:
     rows: int | None  # every row version stored; None when the table does not exist
     current_rows: int | None  # rows of <table>_current: the Delta table's row count
     last_version: int | None  # highest _commit_version in the table
+    generation: Generation = field(default_factory=Generation)  # the topic's
+    held: int = 0  # the generation the table holds
 
     @property
     def lag(self) -> int:
@@ -45,6 +49,14 @@ class Status:
                 f"table {self.table}: {self.rows} rows stored, {self.current_rows} current, "
                 f"last Delta version {self.last_version}"
             )
+        if self.generation.number:
+            start = ", ".join(f"{p}: {o}" for p, o in sorted(self.generation.start.items()))
+            out.append(f"topic generation {self.generation.number} (starts at {start})")
+        if self.rows is not None and self.held < self.generation.number:
+            out.append(
+                f"table {self.table} holds generation {self.held}, from before a resync: "
+                f"rebuild it (cdfbridge-consumer --topic {self.topic} rebuild)"
+            )
         return out
 
 
@@ -54,11 +66,16 @@ def status(settings: ConsumerSettings) -> Status:
     target = Target(settings.clickhouse.database, c.target_table)
     client = connect(settings.clickhouse)
     rows = current = version = None
+    generation = Progress(settings.kafka.client_config(), c.topic).read().generation
+    table_holds = 0
     with sorted_errors(settings.clickhouse.url):
         if existing_columns(client, target) is not None:
             rows, version = _counts(client, target)
             current = int(str(client.command(f"SELECT count() FROM {target.current_view}")))  # noqa: S608
-    return Status(c.group, c.topic, found, target.name, rows, current, version)
+            table_holds = held(client, target)
+    return Status(
+        c.group, c.topic, found, target.name, rows, current, version, generation, table_holds
+    )
 
 
 def _counts(client: Client, target: Target) -> tuple[int, int | None]:

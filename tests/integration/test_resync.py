@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY
 
 from consumer.loop import Pipeline
 from consumer.rebuild import rebuild
+from consumer.status import status
 from producer import resync
 from producer.generate import Generator
 from schemas.progress import Progress
@@ -121,9 +122,17 @@ def test_resync_by_the_command_rebuilds_a_table_that_drifted_from_its_topic(
     finally:
         follower.terminate()
         assert follower.wait(60) == 0
+    before = "\n".join(status(into).lines())
     assert rebuild(into).generation == 1
+    after = "\n".join(status(into).lines())
     report = verify(_verify_settings(endpoints, ch_database, path, topic, "c"))
     assert report.equal, report.render()
+    assert "topic generation 1 (starts at 0: " in before and "topic generation 1" in after
+    assert (
+        f"holds generation 0, from before a resync: rebuild it (cdfbridge-consumer --topic {topic} rebuild)"
+        in before
+    )
+    assert "rebuild it" not in after
 
 
 def test_resync_of_a_topic_nothing_was_published_to_exits_2_naming_it(
