@@ -56,7 +56,10 @@ def main() -> None:
         "latest_version": source.latest_version,
         "schema at the head": lambda: source.schema_json(head),
         f"schema {args.behind} versions behind": lambda: source.schema_json(old),
-        "row estimates (history) of 3 versions": lambda: source.row_estimates(head - 2, head, head),
+        "row estimates of 3 versions (commit files)": lambda: source.row_estimates(
+            head - 2, head, head
+        ),
+        "row estimates of 6 versions (history)": lambda: source.row_estimates(head - 5, head, head),
         "read + collect of the head's changes": lambda: source.changes(head, head).toArrow(),
         f"read + collect {args.behind} versions behind": lambda: source.changes(old, old).toArrow(),
     }

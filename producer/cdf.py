@@ -4,12 +4,15 @@
 turns every row into a JVM `Row` object and back; that alone made encoding a chunk take about
 twice as long. Delta's CDCReader.changesToBatchDF builds the same DataFrame (same rows, same
 schema: the table's latest, as Delta's default batch read uses) straight from the files.
-The table's head version comes from the same log handle, without history(1)'s Spark job.
-Both are Delta-internal, so when the running Delta lacks them the public API is used.
+The table's head version comes from the same log handle, without history(1)'s Spark job,
+and so do the operation metrics of a few commits, each read from its commit file, without
+the Spark job of history(n) (about 0.3 s, whatever n). All are Delta-internal, so when the
+running Delta lacks them the public API is used.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -28,6 +31,7 @@ class DirectChangeFeed:
         # Looked up once: py4j resolves a dotted JVM name one segment at a time.
         self._option: Any = spark._jvm.scala.Option  # type: ignore[union-attr]
         self._reader: Any = None  # Delta's CDCReader, on first use (it may be missing)
+        self._history: Any = None  # what commit_metrics calls, on first use
 
     def read(self, first: int, last: int) -> DataFrame | None:
         """Changes of versions first..last; None when this Delta has no such internal API."""
@@ -40,6 +44,37 @@ class DirectChangeFeed:
         """The table's head from its log, without the Spark job history(1) costs."""
         version = self._call(lambda: self._log.update(False, self._none, self._none).version())
         return None if version is None else int(version)
+
+    def commit_metrics(self, first: int, last: int) -> dict[int, dict[str, str] | None] | None:
+        """Each commit's operation metrics, first..last, from its commit file; None when
+        this Delta has no such internal API or a commit file cannot be read."""
+        from py4j.protocol import Py4JError
+
+        if not self.available:
+            return None
+        try:
+            return {v: self._metrics(v) for v in range(first, last + 1)}
+        except Py4JError:  # Delta's error too (a commit file cleaned up): the history says
+            return None
+
+    def _metrics(self, version: int) -> dict[str, str] | None:
+        if self._history is None:
+            delta = self.spark._jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]
+            log = self._log
+            self._history = (
+                delta.DeltaHistoryManager,
+                delta.util.FileNames,
+                (log.store(), log.logPath(), log.newDeltaHadoopConf()),
+            )
+        manager, names, (store, log_path, conf) = self._history
+        info = manager.getCommitInfoOpt(store, names.unsafeDeltaFile(log_path, version), conf)
+        if not info.isDefined():
+            return None
+        # The commit info as its JSON action: one py4j call, not one per metric.
+        found: dict[str, str] = json.loads(info.get().json())["commitInfo"].get(
+            "operationMetrics", {}
+        )
+        return found or None
 
     @property
     def _none(self) -> Any:

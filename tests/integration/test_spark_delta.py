@@ -51,3 +51,23 @@ def test_to_avro_encodes_rows_in_the_jvm(spark: Any) -> None:
     decoded = encoded.select(from_avro("v", schema).alias("r")).select("r.*").collect()
 
     assert [tuple(r) for r in decoded] == [("a", 1), ("b", 2)]
+
+
+def test_row_estimates_from_commit_files_equal_those_of_the_history(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from producer import source as source_module
+    from producer.generate import Generator
+    from producer.source import DeltaSource
+
+    path = str(tmp_path / "t")
+    generator = Generator(path, seed=3)
+    last = max(generator.commit(op, 50) for op in ("insert", "update", "delete", "merge"))
+    source = DeltaSource(spark, path)
+
+    from_files = source.row_estimates(0, last, last)  # a short span: its commit files
+    monkeypatch.setattr(source_module, "COMMIT_FILES_READ", 0)
+    from_history = source.row_estimates(0, last, last)
+
+    assert from_files == from_history
+    assert len(from_files) == last + 1 and all(n is not None for n in from_files.values())
