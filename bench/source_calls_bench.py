@@ -59,7 +59,9 @@ def main() -> None:
         "row estimates of 3 versions (commit files)": lambda: source.row_estimates(
             head - 2, head, head
         ),
-        "row estimates of 6 versions (history)": lambda: source.row_estimates(head - 5, head, head),
+        "row estimates of 20 versions (history)": lambda: source.row_estimates(
+            head - 19, head, head
+        ),
         "read + collect of the head's changes": lambda: source.changes(head, head).toArrow(),
         f"read + collect {args.behind} versions behind": lambda: source.changes(old, old).toArrow(),
     }
