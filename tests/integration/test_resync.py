@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from consumer.loop import Pipeline
 from consumer.rebuild import rebuild
 from consumer.status import status
-from producer import resync
+from producer import resync_command as resync
 from producer.generate import Generator
 from schemas.progress import Progress
 from schemas.settings import KafkaConfig

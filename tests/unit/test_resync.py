@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from producer.cli import main
-from producer.resync import chosen_topic, describe
+from producer.resync_command import chosen_topic, describe
 from producer.settings import ProducerSettings
 from schemas.errors import ConfigError
 from schemas.progress import Generation, Position
