@@ -67,15 +67,16 @@ class Kafka(Service):
             self._format_storage()
 
     def _format_storage(self) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # as Kafka's own random-uuid: never read as a flag
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         # With controller.quorum.voters set, the format takes no --standalone.
         done = subprocess.run(
             [
                 *self._java(),
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id,
+                f"--cluster-id={cluster_id}",
                 "-c",
                 "server.properties",
             ],
