@@ -35,7 +35,9 @@ class VersionUnavailableError(TerminalError):
     def __init__(self, table: str, first: int, cause: str) -> None:
         super().__init__(
             f"changes of table {table} from version {first} are no longer available (CDF enabled "
-            f"later, log retention or VACUUM: {cause}); {RESYNC}"
+            f"later, log retention or VACUUM: {cause}); before anything was published to the "
+            "topic, start with --snapshot to publish the current state and follow changes from "
+            f"there; after, {RESYNC}"
         )
 
 

@@ -131,7 +131,7 @@ def test_retyped_column_stops_with_a_resync_hint(
         delta_path
     )
 
-    with pytest.raises(SchemaChangeError, match="Resync"):
+    with pytest.raises(SchemaChangeError, match="resync it: `cdfbridge-producer ... resync"):
         publish(spark, endpoints, delta_path, "id", topic=topic, until_version=2)
 
 

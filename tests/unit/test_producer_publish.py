@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from producer.errors import FencedError
 from producer.publish import Publisher
+from schemas.progress import Position
 from schemas.service_errors import KafkaRefusedError, UnreachableError
 
 
@@ -72,8 +73,8 @@ class InitTransactions:
 
 
 class NothingPublished:
-    def last_version(self) -> None:
-        return None
+    def read(self) -> Position:
+        return Position()
 
 
 def started(handle: InitTransactions) -> Publisher:
@@ -89,7 +90,7 @@ def test_kafka_timing_out_on_init_transactions_is_retried(
     monkeypatch.setattr("producer.publish.START_ATTEMPTS", 2)
     handle = InitTransactions(KafkaError(KafkaError._TIMED_OUT, retriable=True))
 
-    assert started(handle).start() is None
+    assert started(handle).start() == Position()
 
     assert handle.calls == 2
 
