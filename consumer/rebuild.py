@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from clickhouse_connect.driver.client import Client
 from confluent_kafka import TopicPartition
 
-from consumer import generation as held
 from consumer import offsets, table
+from consumer.generation import mark
 from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
 from schemas.clickhouse_client import connect
@@ -58,7 +58,7 @@ def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     generation = _from_generation(settings, group)  # 2.
     _catch_up(settings, shadow, group)
     existed = existing_columns(client, target) is not None
-    held.mark(client, shadow, generation.number)  # 3.
+    mark(client, shadow, generation.number)  # 3.
     if existed:
         client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
     else:

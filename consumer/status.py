@@ -1,6 +1,7 @@
 """`status`: where the group stands per partition, the last Delta version in the table,
-its row counts, and whether a resync (a new generation of the topic) calls for a rebuild. A partition's lag is 0 once a read_committed reader has nothing left
-after the group's offset, even though commit markers follow it (consumer/offsets.py)."""
+its row counts, and whether a resync (a new generation of the topic) calls for a rebuild.
+A partition's lag is 0 once a read_committed reader has nothing left after the group's
+offset, even though commit markers follow it (consumer/offsets.py)."""
 
 from __future__ import annotations
 
