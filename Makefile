@@ -9,7 +9,7 @@ help:  ## list the targets
 
 # What the pipeline itself runs from; `setup` adds the object stores the tests use: MinIO
 # (built with Go) and Azurite (npm).
-CORE := CDFBRIDGE_FETCH="kafka registry spark"
+CORE := CDFBRIDGE_FETCH="kafka registry spark cds"
 
 setup:  ## install a JDK, Maven, the Python env, the services' jars, MinIO and Azurite
 	@bash stack/bootstrap.sh

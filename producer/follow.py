@@ -28,6 +28,7 @@ from producer.settings import SourceSection
 from producer.slices import Slice, encoded_slices, sample
 from producer.source import DeltaSource
 from producer.spark_errors import lost_driver, reading
+from producer.startup import Waterfall
 from producer.table_schemas import RangeSchemas, TableSchema
 from schemas.column_policy import ColumnPolicy
 
@@ -42,16 +43,18 @@ def follow(
     start: int,
     snapshot_at: int | None,
     stop: threading.Event,
+    steps: Waterfall | None = None,
 ) -> Iterator[Slice]:
     """Slices of every change from version start on (after the snapshot at snapshot_at, if
-    any), until --until-version is published or stop is set while polling."""
+    any), until --until-version is published or stop is set while polling; steps: the
+    start-up steps it takes, logged."""
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
     ranges = RangeSchemas(
         source.schema_json, schemas, config.primary_key, config.include_preimage, policy
     )
-    chunks = _Chunks(source, ranges, course)
+    chunks = _Chunks(source, ranges, course, steps or Waterfall())
 
     def wait() -> bool:  # for the table to change; True: stop
         return stop.wait(config.poll_interval_s)
@@ -87,18 +90,23 @@ def in_pool(spark: SparkSession, pool: str) -> None:
 class _Chunks:
     """Plan → read → encode → slice, for one span of versions or one snapshot."""
 
-    def __init__(self, source: DeltaSource, ranges: RangeSchemas, course: Course) -> None:
+    def __init__(
+        self, source: DeltaSource, ranges: RangeSchemas, course: Course, steps: Waterfall
+    ) -> None:
         self.source, self.ranges, self.course = source, ranges, course
-        self.table = source.table
+        self.table, self.steps = source.table, steps
 
     def span(self, span: Span) -> Iterator[Slice]:
-        began = time.monotonic()
-        estimates = self.source.row_estimates(span.first, span.last, span.head)
+        began, step = time.monotonic(), self.steps.step
+        with step("row_estimates"):
+            estimates = self.source.row_estimates(span.first, span.last, span.head)
         rows = sum(n or 0 for n in estimates.values())
         in_pool(self.source.spark, HISTORY if rows > HISTORY_ROWS else FOLLOW)
-        schema = self.ranges.of_range(span.first, span.last)  # None: it changes in the span
+        with step("schemas"):
+            schema = self.ranges.of_range(span.first, span.last)  # None: changes in the span
         if schema is not None:
-            self._learn_width(span, estimates, schema)
+            with step("row_width"):
+                self._learn_width(span, estimates, schema)
         planning_s = time.monotonic() - began
         for chunk in self.course.chunks(span, estimates):  # plan
             yield from self._chunk(chunk, schema, span.head, planning_s)
@@ -148,10 +156,12 @@ class _Chunks:
     def _slices(self, frame: DataFrame, chunk: Chunk, head: int, began: float) -> Iterator[Slice]:
         encoding = self.ranges.encoding()
         parts = encoded_slices(frame, chunk.slices, encoding, self.table)  # encode, slice
+        reading = time.monotonic()
         for index, rows in enumerate(parts):
+            self.steps.log("slice_read", time.monotonic() - reading)  # scan, encode, collect
             self.course.width.learn(rows.nbytes, len(rows))
             yield Slice(chunk, index, rows, time.monotonic() - began, head)
-            began = time.monotonic()
+            began = reading = time.monotonic()
 
     def _sample(self, frame: DataFrame, schema: TableSchema) -> None:
         rows = sample(frame, self.ranges.sizing(schema))

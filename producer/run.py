@@ -1,8 +1,9 @@
 """`run()`: follow a Delta table (or each of [[tables]], producer/lake.py) and publish its
 changes until stopped. `follow_table` does one table:
 
-1. set up: Spark on the table, the topics, the transactional producer (which fences older
-   ones and reads the progress), the topic's schemas in the registry; a resync asked for
+1. set up, Kafka's side in a thread beside Spark's (producer/startup.py logs each step):
+   the topics and the transactional producer, which fences older ones and reads the
+   progress; Spark's session and the table's Delta log; a resync asked for
    (producer/resync.py) starts a new generation with a snapshot at the latest version;
 2. the reader thread runs follow() (producer/follow.py: poll, plan, read, encode, slice)
    one slice ahead of this one (producer/prefetch.py);
@@ -19,6 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,7 +37,7 @@ from producer.settings import ProducerSettings
 from producer.slices import Slice
 from producer.source import DeltaSource
 from producer.start import starting_point
-from producer.topics import ensure_topics
+from producer.startup import KafkaSide, Waterfall, discard, in_thread, kafka_side, since_start_s
 from schemas.errors import CdfBridgeError
 from schemas.spark_session import session_for
 from schemas.storage_errors import storage_error
@@ -64,7 +66,16 @@ def run(
         metrics.serve(settings.source.metrics_port)
         resyncs = Resyncs(settings.kafka.client_config(), stop)
         if not settings.tables:
-            follow_table(settings, spark or _session(settings), resyncs)
+            steps = Waterfall(settings.source.topic_name)
+            steps.log("python", since_start_s())  # interpreter, imports, settings
+            kafka = in_thread(kafka_side, settings, steps)  # while Spark starts
+            try:
+                with steps.step("spark_session"):
+                    spark = spark or _session(settings)
+            except BaseException:
+                discard(kafka)
+                raise
+            follow_table(settings, spark, resyncs, steps, kafka)
             return
         from producer.lake import follow_all
 
@@ -82,15 +93,22 @@ def _session(settings: ProducerSettings, conf: Mapping[str, str] | None = None) 
     return session_for(spark, settings.storage, APP_NAME)
 
 
-def follow_table(settings: ProducerSettings, spark: SparkSession, resyncs: Resyncs) -> None:
+def follow_table(
+    settings: ProducerSettings,
+    spark: SparkSession,
+    resyncs: Resyncs,
+    steps: Waterfall | None = None,
+    kafka: Future[KafkaSide] | None = None,
+) -> None:
     """Publish settings.source's table until its --until-version or the process stops,
     starting over on each resync request; raises CdfBridgeErrors, the object store's
-    failures named."""
+    failures named. kafka: its Kafka side, set up already (or being set up)."""
     topic = settings.source.topic_name
+    steps = steps or Waterfall(topic)
     while True:
         halt = resyncs.rearm(topic)
         try:
-            _follow(settings, spark, halt, resyncs)
+            _follow(settings, spark, halt, resyncs, steps, kafka)
         except CdfBridgeError:
             raise
         except Exception as exc:
@@ -102,38 +120,52 @@ def follow_table(settings: ProducerSettings, spark: SparkSession, resyncs: Resyn
         if resyncs.stop.is_set() or not halt.is_set():
             return  # stopping, or --until-version reached
         # else halted by a resync request: the next start takes it
+        kafka = None
 
 
 def _follow(
-    settings: ProducerSettings, spark: SparkSession, stop: threading.Event, resyncs: Resyncs
+    settings: ProducerSettings,
+    spark: SparkSession,
+    stop: threading.Event,
+    resyncs: Resyncs,
+    steps: Waterfall,
+    kafka: Future[KafkaSide] | None,
 ) -> None:
     config, topic = settings.source, settings.source.topic_name
     in_pool(spark, FOLLOW)
-    source = DeltaSource(spark, config.table)
-    source.check_change_feed()
-    kafka = settings.kafka.client_config()
-    limit = settings.kafka.max_message_bytes
-    ensure_topics(kafka, topic, config.partitions, limit)
-    publisher = Publisher(kafka, topic, config.tombstones, limit)
-    position = publisher.start()
-    resyncs.watch(topic, max(position.requested, position.generation.number))
-    start, snapshot_at = starting_point(config, source, publisher, position)
-    last = position.version
-    metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
-    schemas = TopicSchemas.connect(settings.schema_registry, topic, config.table)
-    schemas.new_generation = position.resync_pending
-    publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
-    changes = follow(source, schemas, config, start, snapshot_at, stop)
+    kafka = kafka or in_thread(kafka_side, settings, steps)  # beside the Delta log's load
     try:
+        with steps.step("delta_log"):
+            source = DeltaSource(spark, config.table)
+        with steps.step("change_feed_check"):
+            source.check_change_feed()
+    except BaseException:
+        discard(kafka)
+        raise
+    publisher, position = kafka.result().publisher, kafka.result().position
+    try:
+        resyncs.watch(topic, max(position.requested, position.generation.number))
+        with steps.step("starting_point"):
+            start, snapshot_at = starting_point(config, source, publisher, position)
+        last = position.version
+        metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
+        schemas = TopicSchemas.connect(settings.schema_registry, topic, config.table)
+        schemas.new_generation = position.resync_pending
+        publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
+        changes = follow(source, schemas, config, start, snapshot_at, stop, steps)
         # The prefetch's own stop: closing it must not stop the other tables.
         with Prefetch(changes, name=f"cdf-reader-{topic}") as slices:
-            _publish_all(iter(slices), publisher, topic, stop)
+            _publish_all(iter(slices), publisher, topic, stop, steps)
     finally:
         publisher.close()
 
 
 def _publish_all(
-    slices: Iterator[Slice], publisher: Publisher, topic: str, stop: threading.Event
+    slices: Iterator[Slice],
+    publisher: Publisher,
+    topic: str,
+    stop: threading.Event,
+    steps: Waterfall,
 ) -> None:
     """Each chunk in one transaction, its further slices pulled from slices as it is sent."""
     bar, total = metrics.ProgressBar(), 0
@@ -163,6 +195,7 @@ def _publish_all(
             read_ms=round(tally.read_s * 1000),  # Spark, in the reader thread, ahead of the send
             mib=round(tally.bytes / 2**20, 1),  # encoded, as held in the driver
         )
+        steps.done()
         bar.show(chunk.last, first.head, total)
     bar.done()
 

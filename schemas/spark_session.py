@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.class_archive import archive_of, usable, with_archive
 from schemas.settings import Section
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ class SparkSection(Section):
     # Delta, spark-avro and object-store jars for spark.jars, which the driver also serves to
     # a cluster's executors; default: the stack's (cdfbridge-stack fetch spark).
     jars_dir: Path = Field(default_factory=stack_jars)
+    # Start the driver JVM with the class-data archive beside jars_dir when there is a whole
+    # one (schemas/class_archive.py; `cdfbridge-stack fetch cds` builds it).
+    class_sharing: bool = True
 
 
 def build_spark_session(
@@ -124,7 +128,8 @@ def conf_for(settings: SparkSection, storage: StorageSettings) -> dict[str, str]
 
 def session_for(settings: SparkSection, storage: StorageSettings, app_name: str) -> SparkSession:
     """A session on the settings' master, with the storage's `fs.s3a.*` settings under the
-    settings' conf (which wins) and the jars of settings.jars_dir when it exists.
+    settings' conf (which wins) and the jars of settings.jars_dir when it exists, the driver
+    JVM sharing the classes of their archive when there is a whole one.
 
     Retried with back-off while the master cannot be reached; SparkUnavailableError after
     settings.start_attempts tries.
@@ -132,9 +137,12 @@ def session_for(settings: SparkSection, storage: StorageSettings, app_name: str)
     from schemas.spark_master import start_with_retries
 
     jars = settings.jars_dir if settings.jars_dir.is_dir() else None
+    conf = conf_for(settings, storage)
+    if jars and settings.class_sharing and usable(archive_of(jars), jars):
+        conf = with_archive(conf, archive_of(jars))
     return start_with_retries(
         settings.master,
-        lambda: build_spark_session(app_name, settings.master, conf_for(settings, storage), jars),
+        lambda: build_spark_session(app_name, settings.master, conf, jars),
         settings.start_attempts,
     )
 

@@ -1,5 +1,5 @@
-"""Collects the services' jars from Maven Central, once per pom version, builds MinIO and
-installs Azurite."""
+"""Collects the services' jars from Maven Central, once per pom version, builds the Spark
+driver's class-data archive and MinIO, and installs Azurite."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from stack import azure, s3
+from stack import azure, class_archive, s3
 from stack.errors import StackSetupError
 from stack.settings import StackSettings
 from stack.tools import run_logged, tool
@@ -19,9 +19,10 @@ GOALS = {
     "spark": "dependency:copy-dependencies",
     "registry": "dependency:unpack",
 }
-# Everything `fetch` can get: the poms above, the S3 server built with Go, and the Azure
-# Storage emulator from npm.
-TARGETS = (*GOALS, "minio", "azurite")
+# Everything `fetch` can get: the poms above, the class-data archive of the Spark jars' JVM
+# (stack/class_archive.py), the S3 server built with Go, and the Azure Storage emulator
+# from npm.
+TARGETS = (*GOALS, "cds", "minio", "azurite")
 
 
 def java() -> str:
@@ -51,6 +52,9 @@ def fetch(settings: StackSettings, names: tuple[str, ...] = TARGETS) -> None:
         if name == "azurite":
             azure.install(settings)
             continue
+        if name == "cds":
+            _class_archive(lib_dir(settings, "spark"))
+            continue
         pom = POMS / name / "pom.xml"
         target = lib_dir(settings, name)
         stamp = target / ".pom-sha256"
@@ -61,6 +65,12 @@ def fetch(settings: StackSettings, names: tuple[str, ...] = TARGETS) -> None:
         target.mkdir(parents=True)
         _mvn(pom, GOALS[name], target)
         stamp.write_text(digest)
+
+
+def _class_archive(jars: Path) -> None:
+    if not (jars / ".pom-sha256").exists():
+        raise StackSetupError(f"no Spark jars in {jars} to build the archive of: fetch spark first")
+    class_archive.build(jars)
 
 
 def _mvn(pom: Path, goal: str, target: Path) -> None:
