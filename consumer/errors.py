@@ -12,7 +12,9 @@ class RegistryUnavailableError(ServiceUnavailableError):
 
 class NotPublishedYetError(TransientError):
     """The registry has no schema for the topic yet: the producer has not published to it.
-    A consumer started alongside its producer waits for it."""
+    A consumer started alongside its producer waits for it, looking every second."""
+
+    poll_s = 1.0
 
 
 class PoisonMessageError(TerminalError):

@@ -4,6 +4,8 @@ Whether an error is transient (back off and retry, keep progress) or terminal
 (stop, or dead-letter the message) is decided by its class alone.
 """
 
+from typing import ClassVar
+
 
 class CdfBridgeError(Exception):
     """Root of cdfbridge's errors; the message names the problem and the fix."""
@@ -11,6 +13,10 @@ class CdfBridgeError(Exception):
 
 class TransientError(CdfBridgeError):
     """May succeed if retried later: a service is down or still starting."""
+
+    # Set by errors that mean waiting for another stage (not a failure): retried at least
+    # this often, whatever the back-off has grown to (schemas/retry.py).
+    poll_s: ClassVar[float | None] = None
 
 
 class TerminalError(CdfBridgeError):

@@ -1,7 +1,8 @@
 """The one retry policy: a TransientError is retried with exponential back-off, anything
 else is raised at once.
 
-Delays double from FIRST_S up to a ceiling (0.5 s, 1 s, 2 s ... max_backoff_s). The calls
+Delays double from FIRST_S up to a ceiling (0.5 s, 1 s, 2 s ... max_backoff_s), or up to
+the error's poll_s when it means waiting for another stage. The calls
 that retry on their own are not wrapped again: librdkafka retries inside the client, the
 schema registry client retries transport errors and 408/429/5xx (`max.retries`,
 `retries.wait.ms`, see schemas/settings.py), S3A retries inside Spark.
@@ -62,14 +63,25 @@ def retrying(
         retry=retry_if_exception_type(TransientError)
         if retry_on is None
         else retry_if_exception(retry_on),
-        wait=wait_exponential(multiplier=FIRST_S, max=max_backoff_s)
-        if delay_s is None
-        else lambda _: delay_s(),
+        wait=_backoff(max_backoff_s) if delay_s is None else lambda _: delay_s(),
         stop=stop_after_attempt(attempts) if attempts is not None else stop_never,
         sleep=_sleeper(stop),
         before_sleep=_logger(what),
         reraise=True,
     )
+
+
+def _backoff(max_backoff_s: float) -> Callable[[RetryCallState], float]:
+    """The exponential schedule, at most the last error's poll_s (waiting for a stage)."""
+    exponential = wait_exponential(multiplier=FIRST_S, max=max_backoff_s)
+
+    def wait(state: RetryCallState) -> float:
+        failed = state.outcome.exception() if state.outcome else None
+        poll = failed.poll_s if isinstance(failed, TransientError) else None
+        delay = float(exponential(state))
+        return delay if poll is None else min(poll, delay)
+
+    return wait
 
 
 def _sleeper(stop: threading.Event | None) -> Callable[[float], None]:

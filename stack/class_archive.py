@@ -44,6 +44,8 @@ def build(jars_dir: Path, force: bool = False) -> Path:
 
 def _dump(jars_dir: Path, archive: Path) -> None:
     """Step 1: a small table through the producer's own calls; the JVM dumps as it exits."""
+    from delta.tables import DeltaTable
+
     from producer.encode import Encoding, WireSchema
     from producer.slices import encoded_slices
     from producer.source import DeltaSource
@@ -53,15 +55,11 @@ def _dump(jars_dir: Path, archive: Path) -> None:
     conf = {JAVA_OPTIONS: f"-XX:ArchiveClassesAtExit={archive}"}
     spark = build_spark_session(APP, conf=conf, delta_jars=jars_dir)
     with tempfile.TemporaryDirectory() as work:
-        table = f"delta.`{work}/t`"
-        for statement in (
-            f"CREATE TABLE {table} (id BIGINT, name STRING, at TIMESTAMP) USING delta "
-            "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
-            f"INSERT INTO {table} SELECT id, CAST(id AS STRING), now() FROM range(1000)",
-            f"UPDATE {table} SET name = 'x' WHERE id < 10",
-        ):
-            spark.sql(statement)
-        source = DeltaSource(spark, f"{work}/t")
+        table = f"{work}/t"
+        rows = spark.range(1000).selectExpr("id", "CAST(id AS STRING) AS name", "now() AS at")
+        rows.write.format("delta").option("delta.enableChangeDataFeed", "true").save(table)
+        DeltaTable.forPath(spark, table).update("id < 10", {"name": "'x'"})
+        source = DeltaSource(spark, table)
         source.check_change_feed()
         last = source.latest_version()
         source.row_estimates(0, last, last)

@@ -68,7 +68,7 @@ def fetch(settings: StackSettings, names: tuple[str, ...] = TARGETS) -> None:
 
 
 def _class_archive(jars: Path) -> None:
-    if not (jars / ".pom-sha256").exists():
+    if not any(jars.glob("*.jar")):
         raise StackSetupError(f"no Spark jars in {jars} to build the archive of: fetch spark first")
     class_archive.build(jars)
 
