@@ -9,7 +9,10 @@ tested with numbers alone:
 - the chunks of a span (producer/plan.py), from the history's row estimates and the rows a
   chunk may hold, which the learned row width sets; planned again as soon as changes turn
   out much wider than the chunks were planned for;
-- the version whose changes are sampled to learn the width before the first chunk;
+- the first chunk of a start: small (FIRST_CHUNK_ROWS, or the first version whole), so
+  rows flow while the JVM warms;
+- the version whose changes are sampled to learn the width before the first chunk, when
+  its files' statistics do not tell it;
 - the slices of a chunk the history gave no row count for, once its rows are counted.
 """
 
@@ -22,6 +25,12 @@ from dataclasses import dataclass, replace
 from producer.plan import Chunk, plan, rows_per_chunk
 
 Estimates = Mapping[int, int | None]  # change rows per version, None: the history does not say
+# The first chunk of a start holds up to this many changes, or its first version whole.
+FIRST_CHUNK_ROWS = 50_000
+# A change encoded as Avro in the driver takes up to this many times its share of the
+# Parquet files it came from (7.3 in bench/producer_bench.py's table): a width guessed from
+# file statistics, before a change is read, errs on the wide side.
+ENCODED_PER_STORED = 16
 
 
 @dataclass(frozen=True)
@@ -35,8 +44,8 @@ class Span:
 
 class RowWidth:
     """The encoded size of one change in the driver, as last seen, and the rows a chunk may
-    hold because of it. The one place it is learned: from a sample before the first chunk,
-    then from every slice read."""
+    hold because of it. The one place it is learned: guessed from the table's file
+    statistics or measured on a sample before the first chunk, then from every slice read."""
 
     def __init__(self, max_rows: int, max_bytes: int) -> None:
         self.max_rows, self.max_bytes = max_rows, max_bytes
@@ -45,6 +54,12 @@ class RowWidth:
     @property
     def known(self) -> bool:
         return self._bytes is not None
+
+    def guess(self, stored_bytes_per_row: float) -> None:
+        """Rows take stored_bytes_per_row in the table's files: a first guess until rows are
+        read, wide enough for Parquet's compression."""
+        if stored_bytes_per_row > 0:
+            self._bytes = stored_bytes_per_row * ENCODED_PER_STORED
 
     def learn(self, nbytes: int, rows: int) -> None:
         """rows changes took nbytes; nothing is learned from none."""
@@ -62,6 +77,7 @@ class Course:
     def __init__(self, start: int, until: int | None, max_versions: int, width: RowWidth) -> None:
         self.next_version = start
         self.until, self.max_versions, self.width = until, max_versions, width
+        self.started = False  # a chunk was planned since this start
 
     @property
     def finished(self) -> bool:
@@ -85,9 +101,18 @@ class Course:
         return next((v for v in range(span.first, span.last + 1) if estimates.get(v)), None)
 
     def chunks(self, span: Span, estimates: Estimates) -> Iterator[Chunk]:
-        """span's chunks in order; resuming after one marks it read. Ends early, for the span
-        to be planned again, when the row bound fell below half of what the plan assumed:
-        changes turned out much wider than planned for."""
+        """span's chunks in order, the first of a start small; resuming after one marks it
+        read. Ends early, for the span to be planned again, when the row bound fell below
+        half of what the plan assumed: changes turned out much wider than planned for."""
+        if not self.started:
+            self.started = True
+            first_rows = max(FIRST_CHUNK_ROWS, estimates.get(span.first) or 0)
+            bound = min(self.width.rows_per_chunk(), first_rows)
+            chunk = next(plan(self.next_version, span.last, estimates, bound, self.max_versions))
+            yield chunk
+            self.next_version = chunk.last + 1
+            if self.next_version > span.last:
+                return
         max_rows = self.width.rows_per_chunk()
         for chunk in plan(self.next_version, span.last, estimates, max_rows, self.max_versions):
             yield chunk

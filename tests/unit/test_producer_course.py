@@ -1,10 +1,13 @@
 """The follow loop's decisions, from plain numbers: which versions to read as the table's head
 moves, in which chunks given the history's row estimates and the learned row width, when to
-plan again, and when to stop (--until-version, or a stop while waiting for new versions)."""
+plan again, when to stop (--until-version, or a stop while waiting for new versions), and the
+first chunk of a start, small."""
 
+import json
 from collections.abc import Iterator, Mapping
 
-from producer.course import Course, RowWidth, Span, spans
+from producer.cdf import stored_width
+from producer.course import ENCODED_PER_STORED, Course, RowWidth, Span, spans
 from producer.plan import Chunk
 
 MIB = 2**20
@@ -61,6 +64,7 @@ def test_a_chunk_left_unread_is_read_again() -> None:
 
 def test_wider_rows_than_planned_for_end_the_plan_for_a_new_one() -> None:
     c = Course(0, None, max_versions=10, width=RowWidth(max_rows=1_000, max_bytes=100_000))
+    c.started = True  # past the start's first chunk, which is planned alone
     estimates = {v: 400 for v in range(10)}
     chunks = c.chunks(Span(0, 9, head=9), estimates)  # width unknown: 2 versions a chunk
 
@@ -71,6 +75,53 @@ def test_wider_rows_than_planned_for_end_the_plan_for_a_new_one() -> None:
     assert replanned is not None
     assert (replanned.first, replanned.last) == (2, 9)
     assert next(c.chunks(replanned, estimates)) == Chunk(2, 2, slices=2)
+
+
+def test_the_first_chunk_of_a_start_is_small_then_chunks_grow() -> None:
+    c = Course(0, None, max_versions=100, width=RowWidth(max_rows=500_000, max_bytes=128 * MIB))
+    chunks = read_all(c, Span(0, 99, head=99), {v: 10_000 for v in range(100)})
+
+    assert chunks == [Chunk(0, 4), Chunk(5, 54), Chunk(55, 99)]  # FIRST_CHUNK_ROWS, max_rows
+
+
+def test_a_start_whose_first_version_is_big_reads_it_whole_first() -> None:
+    c = Course(0, None, max_versions=10, width=RowWidth(max_rows=500_000, max_bytes=128 * MIB))
+    chunks = c.chunks(Span(0, 2, head=2), {0: 250_000, 1: 250_000, 2: 250_000})
+
+    assert list(chunks) == [Chunk(0, 0), Chunk(1, 2)]
+
+
+def test_the_first_chunk_follows_what_the_plan_learns_next() -> None:
+    c = Course(0, None, max_versions=10, width=RowWidth(max_rows=1_000, max_bytes=100_000))
+    chunks = c.chunks(Span(0, 9, head=9), {v: 400 for v in range(10)})
+
+    assert next(chunks) == Chunk(0, 1)
+    c.width.learn(nbytes=400 * 400, rows=400)  # 250 rows a chunk: the rest is planned so
+    assert next(chunks) == Chunk(2, 2, slices=2)
+
+
+def test_a_width_guessed_from_the_files_errs_wide() -> None:
+    width = RowWidth(max_rows=500_000, max_bytes=128 * MIB)
+    width.guess(100.0)  # Parquet bytes a row
+    assert width.known
+    assert width.rows_per_chunk() == int(128 * MIB / (100 * ENCODED_PER_STORED))
+    width.learn(nbytes=75 * 1_000, rows=1_000)  # then what a slice measures
+    assert width.rows_per_chunk() == 500_000
+
+
+def test_the_width_of_stored_rows_comes_from_added_files_with_statistics() -> None:
+    commit = "\n".join(
+        json.dumps(action)
+        for action in (
+            {"commitInfo": {"operation": "WRITE"}},
+            {"add": {"path": "a", "size": 1_000, "stats": json.dumps({"numRecords": 10})}},
+            {"add": {"path": "b", "size": 3_000, "stats": json.dumps({"numRecords": 30})}},
+            {"add": {"path": "c", "size": 5_000}},  # no statistics: left out
+            {"remove": {"path": "d", "size": 7}},
+        )
+    )
+    assert stored_width(commit) == 100.0
+    assert stored_width(json.dumps({"remove": {"path": "d"}})) is None
 
 
 def test_narrower_rows_than_planned_for_keep_the_plan() -> None:
