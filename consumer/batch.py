@@ -76,6 +76,10 @@ class Written:
     dead_letters: int
 
 
+# A partition read to its end cuts a batch of at least 1/ENDED_CUT of the row limit.
+ENDED_CUT = 100
+
+
 @dataclass(frozen=True)
 class Limits:
     rows: int = 100_000
@@ -146,11 +150,12 @@ class Batcher:
         return cut is not None and batch.last_offset >= cut
 
     def ended(self, key: TopicPartitionKey) -> list[PartitionBatch]:
-        """The partition was read to its end: a batch of a tenth of the row limit or more is
-        cut now, not at its age limit. Waiting would add latency, not rows, and the Kafka
-        engine cuts its blocks when the topic runs dry too; a trickle still waits."""
+        """The partition was read to its end: a batch of a hundredth of the row limit or more
+        (1,000 rows by default) is cut now, not at its age limit. Waiting would add latency,
+        not rows, and the Kafka engine cuts its blocks when the topic runs dry too; a
+        trickle still waits, so that ClickHouse is not sent a part per message."""
         batch = self._open.get(key)
-        if batch is None or batch.rows < self.limits.rows // 10:
+        if batch is None or batch.rows < self.limits.rows // ENDED_CUT:
             return []
         return [self._close(key)]
 

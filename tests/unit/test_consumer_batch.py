@@ -98,8 +98,8 @@ def test_lost_partitions_are_dropped() -> None:
     assert [b.partition for b in batcher.close()] == [1]
 
 
-def test_a_partition_read_to_its_end_cuts_a_batch_of_a_tenth_of_the_row_limit() -> None:
-    batcher = Batcher(Limits(rows=100))
+def test_a_partition_read_to_its_end_cuts_a_batch_of_a_hundredth_of_the_row_limit() -> None:
+    batcher = Batcher(Limits(rows=1_000))
     batcher.extend([message(0, n) for n in range(10)] + [message(1, n) for n in range(9)])
 
     [done] = batcher.ended(("t", 0))
