@@ -70,7 +70,9 @@ def pipeline(
     producer = start(backfill(str(path), topic, last), env, logs / f"{topic}.producer.log")
     consumer = start(
         ["consumer", "--topic", topic, "--table", "pipeline", "run"],
-        {**env, "CDFBRIDGE_CONSUMER__METRICS_PORT": "0"},
+        # A group of its own: one a previous size's consumer just left may hold the join
+        # back until that member's session times out.
+        {**env, "CDFBRIDGE_CONSUMER__METRICS_PORT": "0", "CDFBRIDGE_CONSUMER__GROUP": topic},
         logs / f"{topic}.consumer.log",
     )
     peaks = {"producer": PeakRss(producer.pid), "consumer": PeakRss(consumer.pid)}
