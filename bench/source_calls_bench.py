@@ -59,8 +59,11 @@ def main() -> None:
         "row estimates of 3 versions (commit files)": lambda: source.row_estimates(
             head - 2, head, head
         ),
-        "row estimates of 20 versions (history)": lambda: source.row_estimates(
+        "row estimates of 20 versions (commit files)": lambda: source.row_estimates(
             head - 19, head, head
+        ),
+        "row estimates of 54 versions (history)": lambda: source.row_estimates(
+            head - 53, head, head
         ),
         "read + collect of the head's changes": lambda: source.changes(head, head).toArrow(),
         f"read + collect {args.behind} versions behind": lambda: source.changes(old, old).toArrow(),

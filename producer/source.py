@@ -16,10 +16,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
-# Spans of fewer versions read their row estimates from their commit files (a few ms each
-# on local disk, a GET each on object storage) instead of history(n)'s Spark job (about
-# 0.3 s here whatever n: bench/source_calls_bench.py).
-COMMIT_FILES_READ = 10
+# Spans of fewer versions read their row estimates from their commit files (5-8 ms each
+# on local disk, a GET each on object storage) instead of history(n)'s Spark job (0.3 s
+# for a few versions, 0.8 s for 22 and 2.1 s in a cold JVM, where 22 commit files took
+# 0.67 s: bench/source_calls_bench.py).
+COMMIT_FILES_READ = 50
 
 
 def is_path(table: str) -> bool:
