@@ -76,24 +76,6 @@ class DirectChangeFeed:
         )
         return found or None
 
-    def stored_width(self, version: int) -> float | None:
-        """Bytes a row takes in the files version added (their sizes over the records their
-        statistics count); None when its commit adds none with statistics."""
-        from py4j.protocol import Py4JError
-
-        if not self.available:
-            return None
-        names = self.spark._jvm.org.apache.spark.sql.delta.util.FileNames  # type: ignore[union-attr]
-        log = self._log
-        try:  # the commit file in one py4j call
-            lines = log.store().read(
-                names.unsafeDeltaFile(log.logPath(), version), log.newDeltaHadoopConf()
-            )
-            text = str(lines.mkString("\n"))
-        except Py4JError:  # the commit file is gone: a sample tells
-            return None
-        return stored_width(text)
-
     @property
     def _none(self) -> Any:
         return self._option.empty()
@@ -134,18 +116,6 @@ class DirectChangeFeed:
             log.warning("using Delta's public API instead of its log: %s", exc)
             self.available = False
             return None
-
-
-def stored_width(commit: str) -> float | None:
-    """Bytes per row of the files a commit's JSON lines add, from the `add` actions that
-    carry statistics; None if none do."""
-    size = records = 0
-    for line in commit.splitlines():
-        added: dict[str, Any] = json.loads(line).get("add") or {}
-        stats = json.loads(added.get("stats") or "{}")
-        if "numRecords" in stats:
-            size, records = size + int(added["size"]), records + int(stats["numRecords"])
-    return size / records if records else None
 
 
 def _column_mapping(snapshot: Any) -> bool:

@@ -11,8 +11,7 @@ tested with numbers alone:
   out much wider than the chunks were planned for;
 - the first chunk of a start: small (FIRST_CHUNK_ROWS, or the first version whole), so
   rows flow while the JVM warms;
-- the version whose changes are sampled to learn the width before the first chunk, when
-  its files' statistics do not tell it;
+- the version whose changes are sampled to learn the width before the first chunk;
 - the slices of a chunk the history gave no row count for, once its rows are counted.
 """
 
@@ -27,10 +26,6 @@ from producer.plan import Chunk, plan, rows_per_chunk
 Estimates = Mapping[int, int | None]  # change rows per version, None: the history does not say
 # The first chunk of a start holds up to this many changes, or its first version whole.
 FIRST_CHUNK_ROWS = 50_000
-# A change encoded as Avro in the driver takes up to this many times its share of the
-# Parquet files it came from (7.3 in bench/producer_bench.py's table): a width guessed from
-# file statistics, before a change is read, errs on the wide side.
-ENCODED_PER_STORED = 16
 
 
 @dataclass(frozen=True)
@@ -44,8 +39,8 @@ class Span:
 
 class RowWidth:
     """The encoded size of one change in the driver, as last seen, and the rows a chunk may
-    hold because of it. The one place it is learned: guessed from the table's file
-    statistics or measured on a sample before the first chunk, then from every slice read."""
+    hold because of it. The one place it is learned: from a sample before the first chunk,
+    then from every slice read."""
 
     def __init__(self, max_rows: int, max_bytes: int) -> None:
         self.max_rows, self.max_bytes = max_rows, max_bytes
@@ -54,12 +49,6 @@ class RowWidth:
     @property
     def known(self) -> bool:
         return self._bytes is not None
-
-    def guess(self, stored_bytes_per_row: float) -> None:
-        """Rows take stored_bytes_per_row in the table's files: a first guess until rows are
-        read, wide enough for Parquet's compression."""
-        if stored_bytes_per_row > 0:
-            self._bytes = stored_bytes_per_row * ENCODED_PER_STORED
 
     def learn(self, nbytes: int, rows: int) -> None:
         """rows changes took nbytes; nothing is learned from none."""

@@ -124,16 +124,11 @@ class _Chunks:
         yield from self._slices(frame, chunk, version, began)
 
     def _learn_width(self, span: Span, estimates: Estimates, schema: TableSchema) -> None:
-        """Guess the width from the files of one version before the first chunk is planned,
-        else sample its changes. Checked and registered first, as each chunk would be: a
-        sample must not read across a schema change the checks refuse. A span whose schema
-        changes learns from its first chunk."""
+        """Sample the changes of one version before the first chunk is planned. Checked and
+        registered first, as each chunk would be: a sample must not read across a schema
+        change the checks refuse. A span whose schema changes learns from its first chunk."""
         version = self.course.sample_version(span, estimates)
         if version is None:
-            return
-        stored = self.source.stored_width(version)
-        if stored is not None:
-            self.course.width.guess(stored)
             return
         self.ranges.use(span.last, schema)
         with reading(self.table, version, version):

@@ -112,11 +112,6 @@ class DeltaSource:
         )
         return {int(r[0]): estimate_rows(r[1]) for r in rows}
 
-    def stored_width(self, version: int) -> float | None:
-        """Bytes a row takes in the files version added, from their statistics; None when
-        they do not say (or the table is a catalog name)."""
-        return self._direct.stored_width(version) if self._direct else None
-
     def changes(self, first: int, last: int) -> DataFrame:
         """Changes of versions first..last, with the table's latest schema."""
         frame = self._direct.read(first, last) if self._direct else None

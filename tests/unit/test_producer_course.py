@@ -3,11 +3,9 @@ moves, in which chunks given the history's row estimates and the learned row wid
 plan again, when to stop (--until-version, or a stop while waiting for new versions), and the
 first chunk of a start, small."""
 
-import json
 from collections.abc import Iterator, Mapping
 
-from producer.cdf import stored_width
-from producer.course import ENCODED_PER_STORED, Course, RowWidth, Span, spans
+from producer.course import Course, RowWidth, Span, spans
 from producer.plan import Chunk
 
 MIB = 2**20
@@ -98,30 +96,6 @@ def test_the_first_chunk_follows_what_the_plan_learns_next() -> None:
     assert next(chunks) == Chunk(0, 1)
     c.width.learn(nbytes=400 * 400, rows=400)  # 250 rows a chunk: the rest is planned so
     assert next(chunks) == Chunk(2, 2, slices=2)
-
-
-def test_a_width_guessed_from_the_files_errs_wide() -> None:
-    width = RowWidth(max_rows=500_000, max_bytes=128 * MIB)
-    width.guess(100.0)  # Parquet bytes a row
-    assert width.known
-    assert width.rows_per_chunk() == int(128 * MIB / (100 * ENCODED_PER_STORED))
-    width.learn(nbytes=75 * 1_000, rows=1_000)  # then what a slice measures
-    assert width.rows_per_chunk() == 500_000
-
-
-def test_the_width_of_stored_rows_comes_from_added_files_with_statistics() -> None:
-    commit = "\n".join(
-        json.dumps(action)
-        for action in (
-            {"commitInfo": {"operation": "WRITE"}},
-            {"add": {"path": "a", "size": 1_000, "stats": json.dumps({"numRecords": 10})}},
-            {"add": {"path": "b", "size": 3_000, "stats": json.dumps({"numRecords": 30})}},
-            {"add": {"path": "c", "size": 5_000}},  # no statistics: left out
-            {"remove": {"path": "d", "size": 7}},
-        )
-    )
-    assert stored_width(commit) == 100.0
-    assert stored_width(json.dumps({"remove": {"path": "d"}})) is None
 
 
 def test_narrower_rows_than_planned_for_keep_the_plan() -> None:
