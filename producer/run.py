@@ -37,7 +37,7 @@ from producer.settings import ProducerSettings
 from producer.slices import Slice
 from producer.source import DeltaSource
 from producer.start import starting_point
-from producer.startup import KafkaSide, Waterfall, discard, in_thread, kafka_side, since_start_s
+from producer.startup import KafkaSide, Waterfall, discard, kafka_side_in_thread, since_start_s
 from schemas.errors import CdfBridgeError
 from schemas.spark_session import session_for
 from schemas.storage_errors import storage_error
@@ -68,7 +68,7 @@ def run(
         if not settings.tables:
             steps = Waterfall(settings.source.topic_name)
             steps.log("python", since_start_s())  # interpreter, imports, settings
-            kafka = in_thread(kafka_side, settings, steps)  # while Spark starts
+            kafka = kafka_side_in_thread(settings, steps)  # while Spark starts
             try:
                 with steps.step("spark_session"):
                     spark = spark or _session(settings)
@@ -133,7 +133,7 @@ def _follow(
 ) -> None:
     config, topic = settings.source, settings.source.topic_name
     in_pool(spark, FOLLOW)
-    kafka = kafka or in_thread(kafka_side, settings, steps)  # beside the Delta log's load
+    kafka = kafka or kafka_side_in_thread(settings, steps)  # beside the Delta log's load
     try:
         with steps.step("delta_log"):
             source = DeltaSource(spark, config.table)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,6 +90,8 @@ class KafkaSide:
 
 
 def kafka_side(settings: ProducerSettings, steps: Waterfall) -> KafkaSide:
+    """The topics created when missing, then the transactional producer started: older
+    ones fenced, the progress read."""
     config, kafka = settings.source, settings.kafka.client_config()
     limit = settings.kafka.max_message_bytes
     with steps.step("topics"):
@@ -104,14 +106,11 @@ def kafka_side(settings: ProducerSettings, steps: Waterfall) -> KafkaSide:
     return KafkaSide(publisher, position)
 
 
-def in_thread(
-    setup: Callable[[ProducerSettings, Waterfall], KafkaSide],
-    settings: ProducerSettings,
-    steps: Waterfall,
-) -> Future[KafkaSide]:
+def kafka_side_in_thread(settings: ProducerSettings, steps: Waterfall) -> Future[KafkaSide]:
+    """kafka_side(settings, steps), set up in a thread of its own while this one goes on."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="kafka-setup")
     try:
-        return pool.submit(setup, settings, steps)
+        return pool.submit(kafka_side, settings, steps)
     finally:
         pool.shutdown(wait=False)  # the thread ends with its one task
 
