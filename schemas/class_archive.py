@@ -10,17 +10,20 @@ at `<jars_dir>.jsa` (stack/class_archive.py):
 2. a second JVM starts with that archive, sharing required (-Xshare:on): a corrupt archive
    fails there, not in a producer;
 3. the archive is renamed into place and `<archive>.json` records its size and what it was
-   built against (pyspark's version, the jars).
+   built against (the java binary, pyspark's version, the jars).
 
 A session uses the archive only while that record matches (`usable`): a truncated archive
-crashes the JVM that maps it, so none is handed over unchecked. The JVM itself compares the
-JDK and the class path, and starts without the archive when they differ.
+crashes the JVM that maps it, so none is handed over unchecked, and after a JDK upgrade
+`cdfbridge-stack fetch cds` builds a new one. The JVM itself compares the JDK and the class
+path too, and starts without the archive when they differ.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,10 +41,28 @@ def archive_of(jars_dir: Path) -> Path:
 
 
 def built_against(jars_dir: Path) -> dict[str, Any]:
-    """What an archive depends on besides the JDK: pyspark's jars (its version) and ours."""
+    """What an archive depends on: the java that pyspark starts (its path and its file's
+    time, which a JDK upgrade changes), pyspark's jars (its version) and ours."""
     import pyspark
 
-    return {"pyspark": pyspark.__version__, "jars": sorted(j.name for j in jars_dir.glob("*.jar"))}
+    return {
+        "java": _java(),
+        "pyspark": pyspark.__version__,
+        "jars": sorted(j.name for j in jars_dir.glob("*.jar")),
+    }
+
+
+def _java() -> str | None:
+    """pyspark's java: $JAVA_HOME/bin/java, else the one on PATH, as `path@mtime`."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if found is None:
+        return None
+    real = Path(found).resolve()
+    try:
+        return f"{real}@{real.stat().st_mtime_ns}"
+    except OSError:
+        return None
 
 
 def record(archive: Path, jars_dir: Path) -> None:
@@ -63,8 +84,8 @@ def usable(archive: Path, jars_dir: Path) -> bool:
     if expected == found:
         return True
     log.warning(
-        "the JVM class-data archive %s is incomplete or was built for other jars; starting "
-        "without it (rebuild it: cdfbridge-stack fetch cds)",
+        "the JVM class-data archive %s is incomplete or was built for another java or other "
+        "jars; starting without it (rebuild it: cdfbridge-stack fetch cds)",
         archive,
     )
     return False

@@ -49,6 +49,18 @@ def test_an_archive_built_for_other_jars_is_not_used(jars: Path) -> None:
     assert not usable(archive_of(jars), jars)
 
 
+def test_an_archive_built_for_another_java_is_not_used(
+    jars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_bytes(b"")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    assert not usable(archive_of(jars), jars)
+    record(archive_of(jars), jars)
+    assert usable(archive_of(jars), jars)
+
+
 def test_an_archive_without_its_record_is_not_used(jars: Path) -> None:
     archive = archive_of(jars)
     archive.with_name(archive.name + ".json").write_text("{not json")
