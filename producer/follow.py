@@ -156,12 +156,12 @@ class _Chunks:
     def _slices(self, frame: DataFrame, chunk: Chunk, head: int, began: float) -> Iterator[Slice]:
         encoding = self.ranges.encoding()
         parts = encoded_slices(frame, chunk.slices, encoding, self.table)  # encode, slice
-        reading = time.monotonic()
+        read_began = time.monotonic()
         for index, rows in enumerate(parts):
-            self.steps.log("slice_read", time.monotonic() - reading)  # scan, encode, collect
+            self.steps.log("slice_read", time.monotonic() - read_began)  # scan, encode, collect
             self.course.width.learn(rows.nbytes, len(rows))
             yield Slice(chunk, index, rows, time.monotonic() - began, head)
-            began = reading = time.monotonic()
+            began = read_began = time.monotonic()
 
     def _sample(self, frame: DataFrame, schema: TableSchema) -> None:
         rows = sample(frame, self.ranges.sizing(schema))
