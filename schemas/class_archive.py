@@ -71,9 +71,9 @@ def record(archive: Path, jars_dir: Path) -> None:
     archive.with_name(archive.name + ".json").write_text(json.dumps(found, indent=1))
 
 
-def usable(archive: Path, jars_dir: Path) -> bool:
-    """The archive exists, whole, and was built against these jars; a warning says how to
-    rebuild one that is there but not usable."""
+def usable(archive: Path, jars_dir: Path, warn: bool = True) -> bool:
+    """The archive exists, whole, and was built against these jars; a warning (unless not
+    warn) says how to rebuild one that is there but not usable."""
     if not archive.exists():
         return False
     try:
@@ -83,11 +83,12 @@ def usable(archive: Path, jars_dir: Path) -> bool:
         expected, found = None, {}
     if expected == found:
         return True
-    log.warning(
-        "the JVM class-data archive %s is incomplete or was built for another java or other "
-        "jars; starting without it (rebuild it: cdfbridge-stack fetch cds)",
-        archive,
-    )
+    if warn:
+        log.warning(
+            "the JVM class-data archive %s is incomplete or was built for another java or other "
+            "jars; starting without it (rebuild it: cdfbridge-stack fetch cds)",
+            archive,
+        )
     return False
 
 

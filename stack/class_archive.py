@@ -26,7 +26,7 @@ APP = "cdfbridge-class-archive"
 def build(jars_dir: Path, force: bool = False) -> Path:
     """The archive for jars_dir's jars, built (steps 1-3) unless a usable one is there."""
     archive = archive_of(jars_dir)
-    if not force and usable(archive, jars_dir):
+    if not force and usable(archive, jars_dir, warn=False):
         return archive
     partial = archive.with_name(archive.name + ".partial")
     for stale in (archive, archive.with_name(archive.name + ".json"), partial):
