@@ -40,6 +40,11 @@ def archive_of(jars_dir: Path) -> Path:
     return jars_dir.with_name(jars_dir.name + ".jsa")
 
 
+def record_of(archive: Path) -> Path:
+    """Where the archive's record lives: `<archive>.json`."""
+    return archive.with_name(archive.name + ".json")
+
+
 def built_against(jars_dir: Path) -> dict[str, Any]:
     """What an archive depends on: the java that pyspark starts (its path and its file's
     time, which a JDK upgrade changes), pyspark's jars (its version) and ours."""
@@ -68,7 +73,7 @@ def _java() -> str | None:
 def record(archive: Path, jars_dir: Path) -> None:
     """Write the archive's record: its size and what it was built against."""
     found = {"size": archive.stat().st_size, **built_against(jars_dir)}
-    archive.with_name(archive.name + ".json").write_text(json.dumps(found, indent=1))
+    record_of(archive).write_text(json.dumps(found, indent=1))
 
 
 def usable(archive: Path, jars_dir: Path, warn: bool = True) -> bool:
@@ -77,7 +82,7 @@ def usable(archive: Path, jars_dir: Path, warn: bool = True) -> bool:
     if not archive.exists():
         return False
     try:
-        expected = json.loads(archive.with_name(archive.name + ".json").read_text())
+        expected = json.loads(record_of(archive).read_text())
         found = {"size": archive.stat().st_size, **built_against(jars_dir)}
     except (OSError, ValueError):
         expected, found = None, {}

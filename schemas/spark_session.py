@@ -138,8 +138,9 @@ def session_for(settings: SparkSection, storage: StorageSettings, app_name: str)
 
     jars = settings.jars_dir if settings.jars_dir.is_dir() else None
     conf = conf_for(settings, storage)
-    if jars and settings.class_sharing and usable(archive_of(jars), jars):
-        conf = with_archive(conf, archive_of(jars))
+    archive = archive_of(jars) if jars and settings.class_sharing else None
+    if jars and archive and usable(archive, jars):
+        conf = with_archive(conf, archive)
     return start_with_retries(
         settings.master,
         lambda: build_spark_session(app_name, settings.master, conf, jars),

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schemas.class_archive import JAVA_OPTIONS, archive_of, record, usable
+from schemas.class_archive import JAVA_OPTIONS, archive_of, record, record_of, usable
 from stack.errors import StackSetupError
 from stack.tools import run_logged
 
@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 APP = "cdfbridge-class-archive"
 
 
-def build(jars_dir: Path, force: bool = False) -> Path:
+def build(jars_dir: Path) -> Path:
     """The archive for jars_dir's jars, built (steps 1-3) unless a usable one is there."""
     archive = archive_of(jars_dir)
-    if not force and usable(archive, jars_dir, warn=False):
+    if usable(archive, jars_dir, warn=False):
         return archive
     partial = archive.with_name(archive.name + ".partial")
-    for stale in (archive, archive.with_name(archive.name + ".json"), partial):
+    for stale in (archive, record_of(archive), partial):
         stale.unlink(missing_ok=True)
     for step in ("dump", "check"):
         log = archive.with_name(f"{archive.name}.{step}.log")

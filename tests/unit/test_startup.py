@@ -12,7 +12,14 @@ from tenacity import RetryCallState, Retrying
 
 from consumer.errors import NotPublishedYetError
 from producer.startup import Waterfall, since_start_s
-from schemas.class_archive import JAVA_OPTIONS, archive_of, record, usable, with_archive
+from schemas.class_archive import (
+    JAVA_OPTIONS,
+    archive_of,
+    record,
+    record_of,
+    usable,
+    with_archive,
+)
 from schemas.errors import TransientError
 from schemas.retry import _backoff
 
@@ -63,7 +70,7 @@ def test_an_archive_built_for_another_java_is_not_used(
 
 def test_an_archive_without_its_record_is_not_used(jars: Path) -> None:
     archive = archive_of(jars)
-    archive.with_name(archive.name + ".json").write_text("{not json")
+    record_of(archive).write_text("{not json")
     assert not usable(archive, jars)
     assert not usable(jars.parent / "missing.jsa", jars)
 
