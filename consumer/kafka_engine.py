@@ -17,11 +17,13 @@ applies them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from pydantic import SecretStr
 
 from consumer.table import Columns, create_table_sql, current_view_sql
 from schemas.clickhouse import InputColumn, literal, quote
-from schemas.settings import KafkaSettings
+from schemas.settings import KafkaSettings, masked_url
 from schemas.target import Target
 
 HIDDEN = "******"
@@ -32,7 +34,8 @@ class KafkaSource:
     broker_list: str  # as ClickHouse reaches the brokers
     topic: str
     group: str
-    registry_url: str  # as ClickHouse reaches the registry
+    # As ClickHouse reaches the registry, with its basic-auth credentials if any.
+    registry_url: str = field(repr=False)
     num_consumers: int = 1
     # Blocks as the Python consumer cuts its batches: this many rows, or this old.
     max_block_rows: int = 100_000
@@ -40,18 +43,18 @@ class KafkaSource:
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
-    sasl_password: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(
-        cls, kafka: KafkaSettings, topic: str, group: str, registry_url: str
+        cls, kafka: KafkaSettings, topic: str, group: str, registry_url: SecretStr
     ) -> KafkaSource:
         password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else None
         return cls(
             kafka.bootstrap_servers,
             topic,
             group,
-            registry_url,
+            registry_url.get_secret_value(),
             security_protocol=kafka.security_protocol,
             sasl_mechanism=kafka.sasl_mechanism,
             sasl_username=kafka.sasl_username,
@@ -133,7 +136,9 @@ def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:
         "kafka_topic_list": source.topic,
         "kafka_group_name": source.group,
         "kafka_format": "AvroConfluent",
-        "format_avro_schema_registry_url": source.registry_url,
+        "format_avro_schema_registry_url": (
+            source.registry_url if reveal_secrets else masked_url(source.registry_url, HIDDEN)
+        ),
         "kafka_num_consumers": source.num_consumers,
         "kafka_max_block_size": source.max_block_rows,
         "kafka_flush_interval_ms": source.flush_interval_ms,

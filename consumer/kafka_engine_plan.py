@@ -62,6 +62,9 @@ def plan(
         replace(
             source,
             broker_list=settings.kafka_for_clickhouse(),
+            sasl_mechanism=(
+                settings.consumer.kafka_sasl_mechanism_for_clickhouse or source.sasl_mechanism
+            ),
             num_consumers=num_consumers,
             max_block_rows=settings.consumer.batch_rows,
             flush_interval_ms=int(settings.consumer.batch_seconds * 1000),

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from schemas.errors import ConfigError
@@ -59,6 +59,9 @@ class ConsumerSection(Section):
     registry_url_for_clickhouse: str = ""
     # The brokers as ClickHouse's Kafka engine reaches them, when they differ.
     kafka_for_clickhouse: str = ""
+    # The SASL mechanism of the Kafka engine, when it differs from kafka.sasl_mechanism: e.g.
+    # PLAIN (over SASL_SSL) for a ClickHouse whose librdkafka has no SCRAM, as chdb-core's.
+    kafka_sasl_mechanism_for_clickhouse: str = ""
     # 0 disables the /metrics and /health endpoint.
     metrics_port: int = Field(default=9465, ge=0, le=65535)
     max_backoff_seconds: float = Field(default=30.0, gt=0)
@@ -162,8 +165,9 @@ class ConsumerSettings(ConnectionSettings):
     def kafka_for_clickhouse(self) -> str:
         return self.consumer.kafka_for_clickhouse or self.kafka.bootstrap_servers
 
-    def registry_url_for_clickhouse(self) -> str:
-        return self.consumer.registry_url_for_clickhouse or self.schema_registry.url
+    def registry_url_for_clickhouse(self) -> SecretStr:
+        """With the registry's basic-auth credentials in it, if any."""
+        return self.schema_registry.url_for_clickhouse(self.consumer.registry_url_for_clickhouse)
 
     def _matches(self, topic: str) -> bool:
         pattern = self.consumer.topic_pattern

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clickhouse_connect.driver.client import Client
+from pydantic import SecretStr
 
 from schemas.clickhouse import InputColumn, literal, quote
 from schemas.clickhouse_errors import sorted_errors
@@ -19,7 +20,7 @@ from schemas.target import Target
 
 
 class Sink:
-    def __init__(self, client: Client, target: Target, registry_url: str) -> None:
+    def __init__(self, client: Client, target: Target, registry_url: SecretStr) -> None:
         self.client = client
         self.target = target
         self.registry_url = registry_url
@@ -28,7 +29,8 @@ class Sink:
         """One insert, one block: `values` are whole Confluent-framed Avro messages, read by
         their Avro names and written to the columns of their Delta names."""
         settings = {
-            "format_avro_schema_registry_url": self.registry_url,
+            # ClickHouse masks the password in it in its logs.
+            "format_avro_schema_registry_url": self.registry_url.get_secret_value(),
             # Older schemas lack columns added later; those read as their default.
             "input_format_avro_allow_missing_fields": 1,
             "insert_deduplicate": 1,

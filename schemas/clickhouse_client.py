@@ -22,6 +22,7 @@ def connect(settings: ClickHouseSettings, **kwargs: Any) -> Client:
             username=settings.username,
             password=settings.password.get_secret_value(),
             database=settings.database,
+            **settings.tls(),
             **kwargs,
         )
     if isinstance(client, HttpClient):

@@ -6,12 +6,16 @@ Secrets are SecretStr: printing a settings object never shows them.
 
 from __future__ import annotations
 
+import logging
+from functools import cache
 from typing import Any, Literal
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "CDFBRIDGE_"
+log = logging.getLogger("cdfbridge.settings")
 # librdkafka configuration, as confluent-kafka's clients take it.
 KafkaConfig = dict[str, str | int | float | bool]
 # The largest change a topic carries: Kafka's 1 MB default is less than one wide row with a
@@ -23,13 +27,27 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+@cache
+def warn_unverified(section: str) -> None:
+    """Once per process and service: TLS without verification is an explicit choice."""
+    log.warning(
+        "TLS certificate verification is OFF for %s (CDFBRIDGE_%s__TLS_VERIFY=false): "
+        "anyone on the network path can impersonate it and read its credentials",
+        section,
+        section.upper(),
+    )
+
+
 class KafkaSettings(Section):
     bootstrap_servers: str = "127.0.0.1:9092"
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    # The CA bundle (PEM) that signed the brokers' certificates, when not the system's.
     ssl_ca_location: str | None = None
+    # Verify the brokers' certificates and host names (TLS); false only on purpose.
+    tls_verify: bool = True
     # The largest message (one change) the producer sends and the topics it creates accept
     # (their max.message.bytes); the consumer and its dead-letter topic follow it.
     max_message_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=2**20, le=2**30)
@@ -47,6 +65,12 @@ class KafkaSettings(Section):
             "ssl.ca.location": self.ssl_ca_location,
         }
         present: KafkaConfig = {k: v for k, v in config.items() if v is not None}
+        if not self.tls_verify:
+            warn_unverified("kafka")
+            present |= {
+                "enable.ssl.certificate.verification": False,
+                "ssl.endpoint.identification.algorithm": "none",
+            }
         return present | self.properties
 
 
@@ -62,6 +86,10 @@ class SchemaRegistrySettings(Section):
     # Seconds per request. The client waits forever without one, and a request the registry
     # never answers would stall the stage; a timed-out request is retried.
     timeout_s: float = Field(default=10.0, gt=0)
+    # The CA bundle (PEM) that signed an https registry's certificate, when not the system's.
+    ssl_ca_location: str | None = None
+    # Verify an https registry's certificate and host name; false only on purpose.
+    tls_verify: bool = True
 
     def client_config(self) -> dict[str, Any]:
         """confluent-kafka SchemaRegistryClient settings; holds secrets, never log it."""
@@ -74,7 +102,34 @@ class SchemaRegistrySettings(Section):
         }
         if self.basic_auth_user_info is not None:
             config["basic.auth.user.info"] = self.basic_auth_user_info.get_secret_value()
+        if not self.tls_verify:
+            warn_unverified("schema_registry")
+            config["ssl.ca.location"] = False
+        elif self.ssl_ca_location:
+            config["ssl.ca.location"] = self.ssl_ca_location
         return config
+
+    def url_for_clickhouse(self, url: str = "") -> SecretStr:
+        """The registry's URL as ClickHouse's AvroConfluent format takes it (url, or this
+        one): with the basic-auth user and password in it, which ClickHouse masks in its
+        logs and in SHOW CREATE."""
+        url = url or self.url
+        parts = urlsplit(url)
+        if self.basic_auth_user_info is None or "@" in parts.netloc:
+            return SecretStr(url)
+        user, _, password = self.basic_auth_user_info.get_secret_value().partition(":")
+        user_info = f"{quote(user, safe='')}:{quote(password, safe='')}"
+        return SecretStr(urlunsplit(parts._replace(netloc=f"{user_info}@{parts.netloc}")))
+
+
+def masked_url(url: str, mask: str = "******") -> str:
+    """url with the password in it (user:password@host) replaced by mask."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user_info, _, host = parts.netloc.rpartition("@")
+    user = user_info.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:{mask}@{host}"))
 
 
 class ClickHouseSettings(Section):
@@ -82,6 +137,17 @@ class ClickHouseSettings(Section):
     username: str = "default"
     password: SecretStr = SecretStr("")
     database: str = "default"
+    # The CA bundle (PEM) that signed an https URL's certificate, when not the system's.
+    ssl_ca_location: str | None = None
+    # Verify an https URL's certificate and host name; false only on purpose.
+    tls_verify: bool = True
+
+    def tls(self) -> dict[str, Any]:
+        """clickhouse-connect's TLS arguments."""
+        if not self.tls_verify:
+            warn_unverified("clickhouse")
+            return {"verify": False}
+        return {"ca_cert": self.ssl_ca_location} if self.ssl_ca_location else {}
 
 
 class ConnectionSettings(BaseSettings):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what cdfbridge needs on a fresh Debian/Ubuntu machine, idempotently: a JDK 17+
-# for Spark and Maven (apt), the Python environment (PyPI), the services' jars (Maven
+# for Spark, Maven and nginx (apt), the Python environment (PyPI), the services' jars (Maven
 # Central), the S3 test server (MinIO, built with Go: minutes the first time) and the Azure
 # Storage emulator (Azurite, npm). CDFBRIDGE_FETCH names fewer (e.g. "kafka registry
 # spark"). Later runs reuse pip's, Maven's, Go's and npm's caches.
@@ -13,6 +13,8 @@ need_apt=()
 java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1 || true)
 if [ -z "${java_major}" ] || [ "${java_major}" -lt 17 ]; then need_apt+=(openjdk-17-jdk-headless); fi
 command -v mvn >/dev/null || need_apt+=(maven)
+# The secured stack's TLS proxy (cdfbridge-stack up --secure).
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing ${need_apt[*]} with apt-get"
   SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo sudo)

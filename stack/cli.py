@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from pydantic import ValidationError
@@ -10,6 +11,7 @@ from pydantic import ValidationError
 from schemas.errors import CdfBridgeError
 from schemas.settings import describe
 from stack import services
+from stack.credentials import CLICKHOUSE_USER, KAFKA_USER, REGISTRY_USER, Credentials
 from stack.fetch import TARGETS, fetch
 from stack.s3 import S3
 from stack.settings import StackSettings
@@ -30,6 +32,14 @@ settings (env vars):
   CDFBRIDGE_STACK_KAFKA_EXTERNAL       HOST:PORT of a second listener for clients outside a
                                        container network (bound to ..._KAFKA_EXTERNAL_PORT, 29092)
   CDFBRIDGE_STACK_LIB_DIR              where fetched jars go (default <home>/lib)
+  CDFBRIDGE_STACK_SECURE               true: the secured stack, as --secure
+  CDFBRIDGE_STACK_CLICKHOUSE_HTTPS_PORT default 8443, and ..._REGISTRY_HTTPS_PORT 8444: the
+                                       secured stack's TLS proxy (nginx)
+
+the secured stack (--secure) runs beside the plain one, in <home>/secure and on ports 100
+higher: Kafka over SASL_SSL (SCRAM-SHA-512), ClickHouse with a user and password and the
+registry with basic auth, both over TLS. Its CA, certificate and passwords are made on first
+start in <home>/secure/secrets; `env --secure` points at those files, never prints them.
 
 exit codes: 0 ok, 1 a service failed or is down (status, probe), 2 bad settings or arguments;
 serve becomes the service, so its exit code is the service's
@@ -56,18 +66,22 @@ def main(argv: list[str] | None = None) -> int:
     ):
         cmd = commands.add_parser(name, help=text)
         cmd.add_argument("service", nargs="*", help=f"any of {', '.join(services.NAMES)}")
+        _secure_flag(cmd)
     for name, text in (
         ("serve", "run one service in the foreground, as a container's main process"),
         ("probe", "exit 0 if one service answers, else 1 (a container's healthcheck)"),
     ):
         cmd = commands.add_parser(name, help=text)
         cmd.add_argument("service", nargs=1, choices=services.NAMES)
-    commands.add_parser("status", help="say which services are up, with their endpoints")
-    commands.add_parser("env", help="print env vars that point cdfbridge at this stack")
+        _secure_flag(cmd)
+    _secure_flag(commands.add_parser("status", help="say which services are up, with endpoints"))
+    _secure_flag(commands.add_parser("env", help="print env vars pointing cdfbridge at the stack"))
     args = parser.parse_args(argv)
 
     try:
         settings = StackSettings()
+        if getattr(args, "secure", False):
+            settings = StackSettings(secure=True)
     except ValidationError as exc:
         print(f"cdfbridge-stack: invalid settings:\n{describe(exc)}", file=sys.stderr)
         return 2
@@ -100,8 +114,40 @@ def _run(args: argparse.Namespace, settings: StackSettings) -> int:
         print(f"export CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS={settings.kafka_bootstrap}")
         print(f"export CDFBRIDGE_SCHEMA_REGISTRY__URL={settings.registry_url}")
         print(f"export CDFBRIDGE_CLICKHOUSE__URL={settings.clickhouse_url}")
+        if settings.secure:
+            print_secure_env(Credentials(settings))
         print_s3_env(S3(settings))
     return 0
+
+
+def _secure_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--secure", action="store_true", help="the secured stack (TLS, SASL, passwords)"
+    )
+
+
+def print_secure_env(credentials: Credentials) -> None:
+    """The secured stack's users, CA and passwords: each password is read from its file
+    when the lines are evaluated, never printed."""
+    credentials.ensure()
+    ca = shlex.quote(str(credentials.ca_path))
+
+    def password(service: str) -> str:
+        return f'"$(cat {shlex.quote(str(credentials.password_path(service)))})"'
+
+    print("export CDFBRIDGE_KAFKA__SECURITY_PROTOCOL=SASL_SSL")
+    print("export CDFBRIDGE_KAFKA__SASL_MECHANISM=SCRAM-SHA-512")
+    print(f"export CDFBRIDGE_KAFKA__SASL_USERNAME={KAFKA_USER}")
+    print(f"export CDFBRIDGE_KAFKA__SASL_PASSWORD={password('kafka')}")
+    print(f"export CDFBRIDGE_KAFKA__SSL_CA_LOCATION={ca}")
+    # The stack's ClickHouse (chdb-core) has a librdkafka without SCRAM.
+    print("export CDFBRIDGE_CONSUMER__KAFKA_SASL_MECHANISM_FOR_CLICKHOUSE=PLAIN")
+    user_info = password("registry").replace('"$(', f'"{REGISTRY_USER}:$(', 1)
+    print(f"export CDFBRIDGE_SCHEMA_REGISTRY__BASIC_AUTH_USER_INFO={user_info}")
+    print(f"export CDFBRIDGE_SCHEMA_REGISTRY__SSL_CA_LOCATION={ca}")
+    print(f"export CDFBRIDGE_CLICKHOUSE__USERNAME={CLICKHOUSE_USER}")
+    print(f"export CDFBRIDGE_CLICKHOUSE__PASSWORD={password('clickhouse')}")
+    print(f"export CDFBRIDGE_CLICKHOUSE__SSL_CA_LOCATION={ca}")
 
 
 def print_s3_env(s3: S3) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from stack.credentials import CLICKHOUSE_USER, Credentials, sha256_hex
 from stack.process import Service, http_ok
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -28,11 +29,29 @@ class ClickHouse(Service):
                 http_port=self.settings.clickhouse_http_port,
                 tcp_port=self.settings.clickhouse_tcp_port,
                 listen_host=self.settings.listen_host,
+                secure=self._secure_config(),
             )
         )
+
+    def _secure_config(self) -> str:
+        """The secured stack's: a named user with a password, `default` reduced, a query log,
+        and TLS trust in the stack's CA for the Kafka engine and the registry."""
+        if not self.settings.secure:
+            return ""
+        credentials = Credentials(self.settings)
+        credentials.ensure()
+        users = (TEMPLATES / "clickhouse-users.xml").read_text()
+        (self.dir / "users.xml").write_text(
+            users.format(
+                user=CLICKHOUSE_USER,
+                password_sha256_hex=sha256_hex(credentials.password("clickhouse")),
+            )
+        )
+        return (TEMPLATES / "clickhouse-secure.xml").read_text().format(ca=credentials.ca_path)
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "stack.clickhouse_server", str(self.dir)]
 
     def probe(self) -> bool:
-        return http_ok(f"{self.endpoint}/ping", expect=b"Ok.")
+        # The server's own port: /ping asks no credentials, and the proxy has its own probe.
+        return http_ok(f"{self.settings.clickhouse_plain_url}/ping", expect=b"Ok.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from abc import ABC, abstractmethod
@@ -34,6 +35,7 @@ class Service(ABC):
 
     name: str
     needs: tuple[str, ...] = ()  # fetch targets (stack.fetch.TARGETS) it runs from
+    secure_only = False  # part of the secured stack alone
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
@@ -192,10 +194,16 @@ def _wait_exit(pid: int, timeout_s: float) -> bool:
     return _exited(pid)
 
 
-def http_ok(url: str, timeout_s: float = 2.0, expect: bytes | None = None) -> bool:
-    """True when GET url answers 200 (and, if given, a body starting with expect)."""
+def http_ok(
+    url: str,
+    timeout_s: float = 2.0,
+    expect: bytes | None = None,
+    context: ssl.SSLContext | None = None,
+) -> bool:
+    """True when GET url answers 200 (and, if given, a body starting with expect); an https
+    URL is verified against context's CAs."""
     import urllib.request
 
-    with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (loopback URL)
+    with urllib.request.urlopen(url, timeout=timeout_s, context=context) as resp:  # noqa: S310
         body: bytes = resp.read()
         return bool(resp.status == 200 and (expect is None or body.startswith(expect)))

@@ -46,4 +46,5 @@ class Registry(Service):
         ]
 
     def probe(self) -> bool:
-        return http_ok(f"{self.endpoint}/subjects")
+        # The server's own port, behind the TLS proxy in the secured stack.
+        return http_ok(f"{self.settings.registry_plain_url}/subjects")

@@ -14,12 +14,14 @@ from stack.registry import Registry
 from stack.s3 import S3
 from stack.settings import StackSettings
 from stack.spark_cluster import SparkMaster, SparkWorker
+from stack.tls_proxy import TlsProxy
 
 # Start order; stop runs in reverse.
 SERVICES: tuple[type[Service], ...] = (
     Kafka,
     Registry,
     ClickHouse,
+    TlsProxy,
     S3,
     Azure,
     SparkMaster,
@@ -29,15 +31,21 @@ NAMES = tuple(cls.name for cls in SERVICES)
 # What `up` starts when no service is named: the pipeline's own. The object stores (MinIO's
 # first build takes minutes) and a standalone Spark cluster only when named:
 # `up s3 azure spark-master spark-worker`.
-DEFAULT = ("kafka", "registry", "clickhouse")
+# The secured stack (--secure) adds its TLS proxy to them.
+DEFAULT = ("kafka", "registry", "clickhouse", "tls-proxy")
 
 
 def select(settings: StackSettings, names: Iterable[str] = NAMES) -> list[Service]:
+    """The services named, in start order; the secured stack's own only when secure."""
     wanted = set(names)
     unknown = wanted - set(NAMES)
     if unknown:
         raise ConfigError(f"unknown service(s) {sorted(unknown)}; choose from {list(NAMES)}")
-    return [cls(settings) for cls in SERVICES if cls.name in wanted]
+    return [
+        cls(settings)
+        for cls in SERVICES
+        if cls.name in wanted and (settings.secure or not cls.secure_only)
+    ]
 
 
 def up(settings: StackSettings, names: Iterable[str] = DEFAULT) -> list[Status]:

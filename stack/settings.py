@@ -1,13 +1,19 @@
 """Typed settings of the local stack, read from CDFBRIDGE_STACK_* env vars."""
 
+from __future__ import annotations
+
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The services have no authentication configured, so on a host they only bind to loopback;
 # inside a container (`cdfbridge-stack serve`) they listen on the container's network.
 LOOPBACK = "127.0.0.1"
+# The secured stack (`--secure`) runs beside the plain one: its own state directory, and
+# every port the settings do not name this much higher.
+SECURE_PORT_SHIFT = 100
+REGISTRY_API = "/apis/ccompat/v7"
 
 
 class StackSettings(BaseSettings):
@@ -48,11 +54,32 @@ class StackSettings(BaseSettings):
     kafka_advertised_host: str = LOOPBACK
     kafka_external: str | None = Field(default=None, pattern=r"^[\w.-]+:\d{1,5}$")
     kafka_external_port: int = Field(default=29092, ge=1, le=65535)
+    # The secured stack: Kafka over SASL_SSL (SCRAM-SHA-512), ClickHouse with a password and
+    # the registry with basic auth, both over TLS through a proxy (nginx) on these ports.
+    secure: bool = False
+    clickhouse_https_port: int = Field(default=8443, ge=1, le=65535)
+    registry_https_port: int = Field(default=8444, ge=1, le=65535)
 
     @field_validator("home", "lib_dir")
     @classmethod
     def _absolute(cls, path: Path | None) -> Path | None:
         return None if path is None else path.expanduser().resolve()
+
+    @model_validator(mode="after")
+    def _secure_apart(self) -> StackSettings:
+        """The secured stack keeps its state in <home>/secure, shares the jars, and moves
+        the ports not set explicitly out of the plain stack's way."""
+        if self.secure and self.home.name != "secure":
+            self.lib_dir = self.lib
+            self.home = self.home / "secure"
+            for name, field in type(self).model_fields.items():
+                if (
+                    name.endswith("_port")
+                    and "https" not in name
+                    and name not in self.model_fields_set
+                ):
+                    setattr(self, name, int(field.default) + SECURE_PORT_SHIFT)
+        return self
 
     @property
     def lib(self) -> Path:
@@ -64,6 +91,13 @@ class StackSettings(BaseSettings):
 
     @property
     def clickhouse_url(self) -> str:
+        """What clients use: through the TLS proxy in the secured stack."""
+        if self.secure:
+            return f"https://{LOOPBACK}:{self.clickhouse_https_port}"
+        return self.clickhouse_plain_url
+
+    @property
+    def clickhouse_plain_url(self) -> str:
         return f"http://{LOOPBACK}:{self.clickhouse_http_port}"
 
     @property
@@ -76,5 +110,12 @@ class StackSettings(BaseSettings):
 
     @property
     def registry_url(self) -> str:
-        """Base URL of the Confluent-compatible API."""
-        return f"http://{LOOPBACK}:{self.registry_port}/apis/ccompat/v7"
+        """Base URL of the Confluent-compatible API clients use (through the TLS proxy in
+        the secured stack)."""
+        if self.secure:
+            return f"https://{LOOPBACK}:{self.registry_https_port}{REGISTRY_API}"
+        return self.registry_plain_url
+
+    @property
+    def registry_plain_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.registry_port}{REGISTRY_API}"
