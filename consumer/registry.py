@@ -19,6 +19,7 @@ from consumer.errors import NotPublishedYetError, RegistryUnavailableError
 from schemas.avro_names import delta_name
 from schemas.naming import key_subject, value_subject
 from schemas.registry_errors import misconfigured, not_found, refused, unavailable
+from schemas.tls_errors import TlsError, tls_failure
 
 MAGIC = 0
 HEADER = 5  # magic byte + 4-byte big-endian schema id
@@ -91,4 +92,7 @@ class Schemas:
                 raise RegistryUnavailableError(f"schema registry failed: {exc}") from exc
             raise misconfigured(exc, self.url) or refused(exc, self.url, "a look-up") from exc
         except httpx2.TransportError as exc:
+            failure = tls_failure(exc)
+            if failure is not None:
+                raise TlsError("the schema registry", self.url, "schema_registry", failure) from exc
             raise RegistryUnavailableError(f"schema registry unreachable: {exc}") from exc

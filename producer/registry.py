@@ -16,6 +16,7 @@ from schemas.naming import key_subject, value_subject
 from schemas.registry_errors import misconfigured, refused, unavailable
 from schemas.service_errors import UnreachableError
 from schemas.settings import REGISTRY_ATTEMPTS, SchemaRegistrySettings
+from schemas.tls_errors import TlsError, tls_failure
 
 COMPATIBILITY = "BACKWARD"
 T = TypeVar("T")
@@ -124,6 +125,9 @@ class TopicSchemas:
                 raise
             failure: Exception = exc
         except TransportError as exc:
+            tls = tls_failure(exc)
+            if tls is not None:
+                raise TlsError("the schema registry", self.url, "schema_registry", tls) from exc
             failure = exc
         cause = str(failure)
         raise UnreachableError("the schema registry", self.url, self.attempts, cause) from failure

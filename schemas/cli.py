@@ -12,9 +12,10 @@ from confluent_kafka import KafkaException
 from pydantic import ValidationError
 
 from schemas.errors import CdfBridgeError, ConfigError, TransientError
+from schemas.kafka_access import check_access
 from schemas.kafka_errors import describe as describe_kafka
 from schemas.kafka_errors import error_of, passing
-from schemas.settings import describe
+from schemas.settings import ConnectionSettings, describe
 
 S = TypeVar("S")
 
@@ -37,6 +38,8 @@ def run_command(
     except (ValueError, OSError, tomllib.TOMLDecodeError) as exc:
         return _fail(prog, f"cannot read settings: {exc}", 2)
     try:
+        if isinstance(settings, ConnectionSettings):
+            check_access(settings.kafka)  # refused credentials or certificate: exit 2 at once
         return command(settings)
     except CdfBridgeError as exc:
         return _fail(prog, str(exc), exit_code(exc, codes))

@@ -1,6 +1,7 @@
 """ClickHouse's errors sorted on clickhouse-connect's structured fields, never on their text,
 wherever cdfbridge calls it (the consumer's inserts and table set-up, cdfbridge-verify).
 
+- A TLS failure behind it (an untrusted certificate, another host's): a setting, stop.
 - `OperationalError`: no answer, or HTTP 429, 503 or 504 (clickhouse-connect raises those
   as OperationalError), or 502 from a proxy in front of ClickHouse (`GATEWAY_RETRIES` makes
   urllib3 raise that one as a transport error): retry.
@@ -20,6 +21,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 from urllib3.util.retry import Retry
 
 from schemas.errors import CdfBridgeError, ConfigError, ServiceUnavailableError, TerminalError
+from schemas.tls_errors import TlsError, tls_failure
 
 # Server error codes that a retry of the same insert can get past.
 TRANSIENT_CODES = frozenset({159, 164, 202, 203, 209, 210, 241, 242, 252, 425, 999})
@@ -61,6 +63,9 @@ class InsertError(TerminalError):
 def classify(exc: DatabaseError, url: str | None = None) -> CdfBridgeError:
     """exc as one of our errors, decided by its class and its server error code."""
     code, where = exc.code, f"ClickHouse at {url}" if url else "ClickHouse"
+    failure = tls_failure(exc)
+    if failure is not None:
+        return TlsError("ClickHouse", url or "CDFBRIDGE_CLICKHOUSE__URL", "clickhouse", failure)
     if isinstance(exc, OperationalError) or code in TRANSIENT_CODES:
         return ClickHouseUnavailableError(f"{where} is unavailable (code {code}): {exc}")
     if code in DATA_CODES:
