@@ -18,7 +18,8 @@ exit codes:
   0  done, or stopped by SIGTERM/SIGINT after committing what it had written
   1  the table, the schema or the data need a fix, or Kafka refused a commit for good or
      reported a fatal error (the message says which)
-  2  invalid settings or arguments, or credentials ClickHouse or the registry refused
+  2  invalid settings or arguments, credentials Kafka, ClickHouse or the registry refused,
+     or a TLS certificate that failed verification
   3  Kafka, the registry or ClickHouse did not answer
 """
 Command = Callable[[ConsumerSettings, argparse.Namespace], int]

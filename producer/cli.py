@@ -20,7 +20,8 @@ exit codes:
   0  stopped by SIGTERM/SIGINT (open transaction aborted) or --until-version reached
   1  the table, its feed or its data need a fix, or Kafka refused a chunk or reported a
      fatal error (message says which)
-  2  invalid settings or arguments, a topic name Kafka refuses, or refused credentials
+  2  invalid settings or arguments, a topic name Kafka refuses, refused credentials, or a
+     TLS certificate that failed verification
   3  Kafka, the registry or Spark did not answer after retries, or the Spark driver JVM died
   4  fenced: another producer took over this table's topic
   5  resync: asked for, but no producer published the snapshot within --wait

@@ -19,8 +19,8 @@ exit codes:
   0  equal (every table, with [[tables]])
   1  not equal (the report names lost, extra and wrong keys), nothing to compare yet, or the
      Delta table cannot be read (the message says why)
-  2  invalid settings or arguments, credentials ClickHouse refused, or a Spark reader without
-     the Delta jars
+  2  invalid settings or arguments, credentials Kafka or ClickHouse refused, a TLS
+     certificate that failed verification, or a Spark reader without the Delta jars
   3  Kafka, ClickHouse or the Spark reader's master did not answer
 """
 
