@@ -27,7 +27,6 @@ from schemas.clickhouse_client import connect
 from schemas.progress import Progress
 from schemas.target import Target, existing_columns
 from verify import canonical, compare, hashed, snapshot
-from verify.canonical import split_type
 from verify.errors import NothingToCompareError
 from verify.report import Report
 from verify.settings import VerifySettings
@@ -144,15 +143,14 @@ def _target_columns(client: Any, target: Target) -> list[tuple[str, str]]:
 
 
 def _sorting_key(client: Any, target: Target) -> list[str]:
-    [(key,)] = client.query(
-        "SELECT sorting_key FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+    """The ORDER BY columns, by their names as they are (system.tables' `sorting_key` quotes
+    and escapes them as ClickHouse writes identifiers)."""
+    rows = client.query(
+        "SELECT name FROM system.columns WHERE database = {db:String} AND table = {t:String} "
+        "AND is_in_sorting_key ORDER BY position",
         parameters={"db": target.database, "t": target.table},
     ).result_rows
-    # `sorting_key` reads like a Tuple's arguments ("a, b"), or "(a)" for one column.
-    _, names = split_type(f"Tuple({key})")
-    if len(names) == 1 and names[0].startswith("("):
-        _, names = split_type(f"Tuple{names[0]}")
-    return [name.strip("`") for name in names]
+    return [str(name) for (name,) in rows]
 
 
 def _shared_columns(

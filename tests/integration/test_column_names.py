@@ -11,11 +11,15 @@ import pyarrow as pa
 import pytest
 
 from consumer.cli import main as consumer_main
+from consumer.loop import Pipeline
+from schemas.clickhouse import quote
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env
+from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_verify import consume
 from tests.producer_helpers import publish
 from verify.check import verify
+from verify.settings import VerifySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -112,3 +116,69 @@ def test_spaces_and_punctuation_under_column_mapping_replicate_and_verify_equal(
     assert rows == [(1, "Ada", "1.5", 7), (2, "Bo", "9.99", 8)]
     report = verify(checked)
     assert report.equal, report.render()
+
+
+# Names that would end a quoted identifier or string, end a statement, start a comment, or
+# that only unicode can spell: each must come through every DDL and query as a name.
+HOSTILE_COLUMNS = ["x`; DROP TABLE victim; --", 'it\'s "quoted"', "a--b /* c */", "naïve ☃ 名前"]
+HOSTILE_TABLE = "t`; DROP TABLE victim; --'\"ü"
+
+
+def spark_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def test_hostile_column_and_table_names_are_names_in_every_statement(
+    spark: Any,
+    endpoints: Endpoints,
+    tmp_path: Any,
+    clickhouse: Any,
+    ch_database: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An injection through a column name and a table name: the consumer's DDL and inserts,
+    the Kafka engine's DDL and cdfbridge-verify's staging table leave `victim` alone."""
+    clickhouse.command(f"CREATE TABLE `{ch_database}`.victim (a Int8) ENGINE = Memory")
+    clickhouse.command(f"INSERT INTO `{ch_database}`.victim VALUES (1)")
+    path = str(tmp_path / "hostile")
+    key, first, second, third = (spark_name(n) for n in HOSTILE_COLUMNS)
+    table = f"delta.`{path}`"
+    spark.sql(
+        f"CREATE TABLE {table} ({key} BIGINT, {first} STRING, {second} INT, {third} STRING) "
+        "USING delta TBLPROPERTIES (delta.columnMapping.mode = 'name', "
+        "delta.enableChangeDataFeed = true)"
+    )
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'a''; --', 1, 'x`y'), (2, 'b', 2, '☃')")
+    # Delta's UPDATE cannot name a column with a backtick in it; its DELETE can.
+    spark.sql(f"INSERT INTO {table} VALUES (3, 'c', 3, 'z')")
+    spark.sql(f"DELETE FROM {table} WHERE {third} = '☃'")
+    topic = publish(spark, endpoints, path, HOSTILE_COLUMNS[0], until_version=3)
+
+    into = consumer_settings(endpoints, topic, ch_database, group=f"{topic}-g", table=HOSTILE_TABLE)
+    Pipeline(into, until_caught_up=True).run()
+    report = verify(
+        VerifySettings(
+            kafka={"bootstrap_servers": endpoints.kafka},
+            clickhouse={"url": endpoints.clickhouse, "database": ch_database},
+            verify={"table": path, "topic": topic, "clickhouse_table": HOSTILE_TABLE},
+        )
+    )
+    assert report.equal, report.render()
+
+    consumer_env(monkeypatch, endpoints, ch_database)
+    engine_table = HOSTILE_TABLE + "_ke"
+    ddl = ["--topic", topic, "--group", f"{topic}-ke", "--table", engine_table]
+    assert consumer_main([*ddl, "kafka-engine-ddl", "--apply"]) == 0
+
+    current = f"`{ch_database}`.{quote(HOSTILE_TABLE + '_current')}"
+    names = [row[0] for row in clickhouse.query(f"DESCRIBE TABLE {current}").result_rows]
+    assert names[: len(HOSTILE_COLUMNS)] == HOSTILE_COLUMNS
+    everything = f"SELECT {', '.join(quote(n) for n in HOSTILE_COLUMNS)} FROM {{}} ORDER BY 1"
+    wanted = [(1, "a'; --", 1, "x`y"), (3, "c", 3, "z")]
+    assert clickhouse.query(everything.format(current)).result_rows == wanted
+    by_engine = f"`{ch_database}`.{quote(engine_table + '_current')}"
+    deadline = time.monotonic() + 90
+    while clickhouse.query(everything.format(by_engine)).result_rows != wanted:
+        assert time.monotonic() < deadline, "the Kafka engine's table differs after 90 s"
+        time.sleep(0.5)
+    assert clickhouse.command(f"SELECT count() FROM `{ch_database}`.victim") == 1
