@@ -42,7 +42,7 @@ class DeltaSource:
         if not is_path(self.table):
             return self.table
         path = self.table if ":" in self.table else os.path.abspath(self.table)
-        return f"delta.`{path}`"
+        return f"delta.`{path.replace('`', '``')}`"  # a backtick in a name is doubled
 
     def _open(self) -> Any:
         from delta.tables import DeltaTable

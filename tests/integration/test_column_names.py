@@ -181,4 +181,7 @@ def test_hostile_column_and_table_names_are_names_in_every_statement(
     while clickhouse.query(everything.format(by_engine)).result_rows != wanted:
         assert time.monotonic() < deadline, "the Kafka engine's table differs after 90 s"
         time.sleep(0.5)
+    for command in ("status", "rebuild"):
+        assert consumer_main(["--topic", topic, "--table", HOSTILE_TABLE, command]) == 0
+    assert clickhouse.query(everything.format(current)).result_rows == wanted
     assert clickhouse.command(f"SELECT count() FROM `{ch_database}`.victim") == 1
