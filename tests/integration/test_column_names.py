@@ -11,15 +11,12 @@ import pyarrow as pa
 import pytest
 
 from consumer.cli import main as consumer_main
-from consumer.loop import Pipeline
 from schemas.clickhouse import quote
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env
-from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_verify import consume
 from tests.producer_helpers import publish
 from verify.check import verify
-from verify.settings import VerifySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -154,15 +151,7 @@ def test_hostile_column_and_table_names_are_names_in_every_statement(
     spark.sql(f"DELETE FROM {table} WHERE {third} = '☃'")
     topic = publish(spark, endpoints, path, HOSTILE_COLUMNS[0], until_version=3)
 
-    into = consumer_settings(endpoints, topic, ch_database, group=f"{topic}-g", table=HOSTILE_TABLE)
-    Pipeline(into, until_caught_up=True).run()
-    report = verify(
-        VerifySettings(
-            kafka={"bootstrap_servers": endpoints.kafka},
-            clickhouse={"url": endpoints.clickhouse, "database": ch_database},
-            verify={"table": path, "topic": topic, "clickhouse_table": HOSTILE_TABLE},
-        )
-    )
+    report = verify(consume(endpoints, path, topic, ch_database, table=HOSTILE_TABLE))
     assert report.equal, report.render()
 
     consumer_env(monkeypatch, endpoints, ch_database)

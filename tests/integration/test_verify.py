@@ -35,14 +35,18 @@ def replicate(spark: Any, endpoints: Endpoints, path: str, database: str) -> Ver
     )
 
 
-def consume(endpoints: Endpoints, path: str, topic: str, database: str) -> VerifySettings:
-    """A new consumer group fills `database` from the topic; returns checker settings."""
-    into = consumer_settings(endpoints, topic, database, group=unique("group"))
+def consume(
+    endpoints: Endpoints, path: str, topic: str, database: str, table: str = ""
+) -> VerifySettings:
+    """A new consumer group fills `database` from the topic (into `table`, or the topic's
+    default); returns checker settings."""
+    named = {"table": table} if table else {}
+    into = consumer_settings(endpoints, topic, database, group=unique("group"), **named)
     Pipeline(into, until_caught_up=True).run()
     return VerifySettings(
         kafka={"bootstrap_servers": endpoints.kafka},
         clickhouse={"url": endpoints.clickhouse, "database": database},
-        verify={"table": path, "topic": topic},
+        verify={"table": path, "topic": topic, "clickhouse_table": table},
     )
 
 
