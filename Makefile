@@ -18,8 +18,9 @@ up:  ## start Kafka, the schema registry and ClickHouse on 127.0.0.1
 	@$(CORE) bash stack/bootstrap.sh
 	@$(BIN)/cdfbridge-stack up
 
-down:  ## stop the local services
+down:  ## stop the local services, the secured stack's too
 	@$(BIN)/cdfbridge-stack down
+	@$(BIN)/cdfbridge-stack down --secure
 
 status:  ## say which local services are up
 	@$(BIN)/cdfbridge-stack status

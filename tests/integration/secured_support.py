@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.settings import KafkaConfig, KafkaSettings
 from stack import services
 from stack.credentials import Credentials
 from stack.settings import StackSettings
@@ -57,12 +58,11 @@ class Secured:
             ca_cert=self.env["CDFBRIDGE_CLICKHOUSE__SSL_CA_LOCATION"],
         )
 
-    def kafka_config(self) -> dict[str, str]:
-        from schemas.settings import KafkaSettings
-
+    def kafka_config(self) -> KafkaConfig:
+        """librdkafka's settings for the secured Kafka, from the exported ones."""
         prefix = "CDFBRIDGE_KAFKA__"
         fields = {k.removeprefix(prefix).lower(): v for k, v in self.env.items() if prefix in k}
-        return {str(k): str(v) for k, v in KafkaSettings(**fields).client_config().items()}
+        return KafkaSettings(**fields).client_config()
 
     def leaks(self, texts: Sequence[str | bytes]) -> list[str]:
         """`secret name in text #i` for every secret found in texts."""

@@ -38,20 +38,43 @@ def secured() -> Iterator[Secured]:
 
 @pytest.fixture(scope="module")
 def published(secured: Secured, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, int]:
-    """A small Delta table with every kind of change, published by the producer: (its path,
-    the topic, its last version)."""
+    """A small Delta table with every kind of change, published by a producer that follows
+    it, its /metrics page kept for the search for secrets: (its path, the topic, its last
+    version)."""
+    from schemas.progress import Progress
+
     path = str(tmp_path_factory.mktemp("secured") / "people")
     generator = Generator(path, seed=11)
     last = 0
     for operation in ("insert", "update", "merge", "delete"):
         last = generator.commit(operation, 300)
-    topic = unique("secured")
-    done = secured.run(
-        "producer", "--table", path, "--primary-key", "id", "--topic", topic,
-        "--until-version", str(last), "--metrics-port", "0",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    topic, port = unique("secured"), free_port()
+    producer = subprocess.Popen(
+        [sys.executable, "-m", "producer", "--table", path, "--primary-key", "id"]
+        + ["--topic", topic, "--metrics-port", str(port)],
+        env=secured.environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    progress = Progress(secured.kafka_config(), topic)
+    try:
+        wait_until(lambda: producer.poll() is None and progress.last_version() == last, "publish")
+        page = scrape(port, "metrics")
+    finally:
+        producer.send_signal(signal.SIGTERM)
+        out, _ = producer.communicate(timeout=60)
+        secured.outputs.append(out)
+    assert producer.returncode == 0, out[-3000:]
+    assert b"cdfbridge_producer_rows_published" in page
+    secured.outputs.append(page.decode())
     return path, topic, last
+
+
+def scrape(port: int, page: str) -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/{page}", timeout=5) as answer:  # noqa: S310
+        body: bytes = answer.read()
+        return body
 
 
 def current_rows(client: Any, table: str) -> int:
@@ -113,10 +136,7 @@ def test_the_pipeline_runs_on_secured_services_and_leaks_no_secret(
     try:
         wait_until(lambda: current_rows(client, table) == expected, "every current row")
         letters = dead_letters(secured, topic)
-        pages = [
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/{page}", timeout=5).read()  # noqa: S310
-            for page in ("metrics", "health")
-        ]
+        pages = [scrape(port, page) for page in ("metrics", "health")]
     finally:
         consumer.send_signal(signal.SIGTERM)
         out, _ = consumer.communicate(timeout=60)
@@ -164,6 +184,12 @@ def test_the_pipeline_runs_on_secured_services_and_leaks_no_secret(
         for command in commands
     ]
     assert all(helps)
+    # The passwords searched for are those the commands were given.
+    given = [
+        secured.env[f"CDFBRIDGE_{name}"]
+        for name in ("KAFKA__SASL_PASSWORD", "CLICKHOUSE__PASSWORD")
+    ]
+    assert len(secured.leaks(given)) == 2
     header_texts = [f"{key}={value!r}" for key, value in headers]
     kept = clickhouse_texts(client, table)
     assert secured.leaks([*secured.outputs, *helps, *pages, *header_texts, *kept]) == []
