@@ -60,7 +60,11 @@ def misconfigured(exc: SchemaRegistryError, url: str) -> ConfigError | None:
     """Refused credentials or permissions, or a URL that is no registry; None otherwise."""
     status = exc.http_status_code
     if status in (401, 403):
-        return RegistryAccessError(url, status, str(exc.error_message))
+        # Without a registry error code, the body is not the registry's (often a proxy's page).
+        own = exc.error_code != type(exc).UNKNOWN
+        return RegistryAccessError(
+            url, status, str(exc.error_message) if own else "no registry body"
+        )
     if status == 404 and not not_found(exc):
         return RegistryUrlError(url)
     return None
