@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"cdfbridge-stack: invalid settings:\n{describe(exc)}", file=sys.stderr)
         return 2
+    secure_only = set(getattr(args, "service", None) or ()) & services.SECURE_ONLY
+    if secure_only and not settings.secure:
+        parser.error(f"{', '.join(sorted(secure_only))} belongs to the secured stack: add --secure")
     try:
         return _run(args, settings)
     except CdfBridgeError as exc:

@@ -102,7 +102,7 @@ class Kafka(Service):
         ]
 
     def client_config(self) -> dict[str, str]:
-        """What a client of this broker needs (the probe's, and the tests')."""
+        """What a client of this broker needs: the probe's settings."""
         config = {"bootstrap.servers": self.endpoint}
         if self.settings.secure:
             credentials = Credentials(self.settings)

@@ -28,6 +28,7 @@ SERVICES: tuple[type[Service], ...] = (
     SparkWorker,
 )
 NAMES = tuple(cls.name for cls in SERVICES)
+SECURE_ONLY = frozenset(cls.name for cls in SERVICES if cls.secure_only)
 # What `up` starts when no service is named: the pipeline's own. The object stores (MinIO's
 # first build takes minutes) and a standalone Spark cluster only when named:
 # `up s3 azure spark-master spark-worker`.
