@@ -17,6 +17,7 @@ from schemas.settings import (
     masked_url,
 )
 from schemas.tls_errors import TlsError, tls_failure
+from stack.cli import main as stack_main
 from stack.credentials import Credentials, htpasswd_line, sha256_hex
 from stack.settings import StackSettings
 
@@ -96,3 +97,26 @@ def test_credentials_are_private_and_hashed_for_the_servers(tmp_path: Path) -> N
     )
     context = ssl.create_default_context(cafile=credentials.ca_path)
     context.load_cert_chain(credentials.cert_path, credentials.key_path)  # a matching pair
+
+
+def test_env_secure_points_at_the_password_files_without_printing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CDFBRIDGE_STACK_HOME", str(tmp_path))
+    assert stack_main(["env", "--secure"]) == 0
+    out = capsys.readouterr().out
+    secrets = tmp_path / "secure" / "secrets"
+    assert f'CDFBRIDGE_CLICKHOUSE__PASSWORD="$(cat {secrets}/clickhouse.password)"' in out
+    assert f'BASIC_AUTH_USER_INFO="cdfbridge:$(cat {secrets}/registry.password)"' in out
+    for password in secrets.glob("*.password"):
+        assert password.read_text() not in out
+
+
+def test_the_tls_proxy_alone_is_refused_without_secure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CDFBRIDGE_STACK_HOME", str(tmp_path))
+    with pytest.raises(SystemExit) as stopped:
+        stack_main(["up", "tls-proxy"])
+    assert stopped.value.code == 2
+    assert "add --secure" in capsys.readouterr().err
