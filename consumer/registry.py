@@ -18,7 +18,13 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from consumer.errors import NotPublishedYetError, RegistryUnavailableError
 from schemas.avro_names import delta_name
 from schemas.naming import key_subject, value_subject
-from schemas.registry_errors import misconfigured, not_found, refused, unavailable
+from schemas.registry_errors import (
+    failure_cause,
+    misconfigured,
+    not_found,
+    refused,
+    unavailable,
+)
 from schemas.tls_errors import TlsError, tls_failure
 
 MAGIC = 0
@@ -89,7 +95,9 @@ class Schemas:
             if not_found(exc):
                 return None
             if unavailable(exc):
-                raise RegistryUnavailableError(f"schema registry failed: {exc}") from exc
+                raise RegistryUnavailableError(
+                    f"schema registry failed: {failure_cause(exc)}"
+                ) from exc
             raise misconfigured(exc, self.url) or refused(exc, self.url, "a look-up") from exc
         except httpx2.TransportError as exc:
             failure = tls_failure(exc)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from producer.encode import WireSchema
 from producer.errors import SchemaChangeError
 from schemas.naming import key_subject, value_subject
-from schemas.registry_errors import misconfigured, refused, unavailable
+from schemas.registry_errors import failure_cause, misconfigured, refused, unavailable
 from schemas.service_errors import UnreachableError
 from schemas.settings import REGISTRY_ATTEMPTS, SchemaRegistrySettings
 from schemas.tls_errors import TlsError, tls_failure
@@ -124,12 +124,12 @@ class TopicSchemas:
             if not unavailable(exc):
                 raise
             failure: Exception = exc
+            cause = failure_cause(exc)
         except TransportError as exc:
             tls = tls_failure(exc)
             if tls is not None:
                 raise TlsError("the schema registry", self.url, "schema_registry", tls) from exc
-            failure = exc
-        cause = str(failure)
+            failure, cause = exc, str(exc)
         raise UnreachableError("the schema registry", self.url, self.attempts, cause) from failure
 
 

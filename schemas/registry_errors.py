@@ -56,6 +56,19 @@ def unavailable(exc: SchemaRegistryError) -> bool:
     return status >= 500 or status < 0 or status in (408, 429)
 
 
+def failure_cause(exc: SchemaRegistryError) -> str:
+    """What a failed answer says. A server error without a registry error code did not come
+    from the registry: a proxy or gateway in front of it answered (nginx's 500 or 502 page)."""
+    status = exc.http_status_code
+    if status >= 500 and exc.error_code == type(exc).UNKNOWN:
+        return (
+            f"HTTP {status} without a registry error code: a proxy or gateway in front of the "
+            "registry failed; its error log says why (it may not reach the registry, or not "
+            "read its own files)"
+        )
+    return str(exc)
+
+
 def misconfigured(exc: SchemaRegistryError, url: str) -> ConfigError | None:
     """Refused credentials or permissions, or a URL that is no registry; None otherwise."""
     status = exc.http_status_code

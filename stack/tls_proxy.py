@@ -4,7 +4,9 @@ self-hosted installs."""
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import shutil
 import ssl
 from pathlib import Path
@@ -14,6 +16,17 @@ from stack.errors import StackSetupError
 from stack.process import Service, http_ok
 
 TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _workers_user() -> str:
+    """nginx's `user` line. Started by root, nginx runs its workers as `nobody`, who cannot
+    read the htpasswd file or write the temporary directories when a directory above the
+    stack is private (a checkout under /root, or under `mktemp -d`): every request would get
+    HTTP 500. Its workers run as the user who started it instead; any other user leaves
+    the line out (nginx ignores it there)."""
+    if os.geteuid() != 0:
+        return ""
+    return f"user {pwd.getpwuid(0).pw_name} {grp.getgrgid(0).gr_name};\n"
 
 
 class TlsProxy(Service):
@@ -33,16 +46,17 @@ class TlsProxy(Service):
         credentials.ensure()
         for temporary in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (self.dir / "tmp" / temporary).mkdir(parents=True, exist_ok=True)
-        # A salted hash only: nginx's workers (nobody, when started by root) read it per request.
+        # A salted hash only; nginx's workers, which run as this user, read it per request.
         htpasswd = self.dir / "registry.htpasswd"
         htpasswd.write_text(htpasswd_line(REGISTRY_USER, credentials.password("registry")))
-        htpasswd.chmod(0o644)
+        htpasswd.chmod(0o600)
         s = self.settings
         (self.dir / "nginx.conf").write_text(
             (TEMPLATES / "nginx.conf")
             .read_text()
             .format(
                 dir=self.dir,
+                user=_workers_user(),
                 cert=credentials.cert_path,
                 key=credentials.key_path,
                 host=s.listen_host,

@@ -8,6 +8,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from schemas.registry_errors import (
     RegistryAccessError,
     RegistryUrlError,
+    failure_cause,
     misconfigured,
     not_found,
     refused,
@@ -67,3 +68,8 @@ def test_a_refused_request_names_it_with_status_and_code() -> None:
         "refused registering orders-value (HTTP 422, registry code 42201: Invalid schema)"
         in message
     )
+
+
+def test_a_server_error_without_a_registry_code_is_named_as_a_proxys_failure() -> None:
+    assert "proxy or gateway" in failure_cause(R(502, -1, "<html>502 Bad Gateway</html>"))
+    assert "proxy" not in failure_cause(R(500, 50001, "Error in the backend datastore"))
