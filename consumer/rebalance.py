@@ -28,8 +28,10 @@ class Rebalance:
 
     def __init__(self) -> None:
         self.owner: Uncommitted | None = None
+        self.joined = False  # the group has handed this member its (maybe empty) assignment
 
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.joined = True
         if self.owner is None:  # closed by start-up before any read: nothing to start
             return
         committed = consumer.committed(partitions, timeout=TIMEOUT_S)

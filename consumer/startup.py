@@ -5,12 +5,14 @@ registry and ClickHouse clients, creates or checks the table and the dead-letter
 start-up costs the longer of the two, not their sum. If those services make it wait (not
 reachable yet, or the producer has not registered the topic's schemas yet), it leaves the
 group meanwhile, so that no partition sits with a member that cannot write it, waits with
-schemas.retry's back-off, and joins again once they answer.
+schemas.retry's back-off, and joins again once they answer. It leaves only once its join
+has finished (`leave`), since a member closed in the middle of one stays in the group.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from threading import Event
 
@@ -31,6 +33,9 @@ from schemas.target import Target
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 30
+# How long a member about to leave may wait for its join to finish: a broker delays a new
+# group's first join by group.initial.rebalance.delay.ms (3 s by default).
+JOIN_WAIT_S = 10
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,13 @@ def start(
     try:
         writer = _writer(settings, dead_letters)
     except TransientError as exc:
-        consumer.close()  # no partition waits with a member that cannot write it
+        leave(consumer, rebalance, stop)  # no partition waits with a member that cannot write
         found = _wait_for_writer(settings, dead_letters, exc, stop)
         if found is None:
             return None
         writer, consumer = found, subscribe(settings, rebalance)
     except BaseException:
-        consumer.close()
+        leave(consumer, rebalance, stop)
         raise
     partitions = _partitions(consumer, settings.consumer.topic) if list_partitions else frozenset()
     return Started(consumer, writer, partitions)
@@ -75,6 +80,19 @@ def subscribe(settings: ConsumerSettings, rebalance: Rebalance) -> Consumer:
         on_lost=rebalance.on_lost,
     )
     return consumer
+
+
+def leave(consumer: Consumer, rebalance: Rebalance, stop: Event) -> None:
+    """Close a member that has not started reading, so that it leaves the group at once.
+
+    Closed while its JoinGroup is still in flight, a member is added by the broker after its
+    LeaveGroup was sent (or none could be), and keeps its place, and any partition handed to
+    it, until its session times out (45 s by default). So the join is let finish first
+    (poll serves it; nothing read is kept or committed), for at most JOIN_WAIT_S."""
+    deadline = time.monotonic() + JOIN_WAIT_S
+    while not rebalance.joined and not stop.is_set() and time.monotonic() < deadline:
+        consumer.poll(0.1)
+    consumer.close()
 
 
 def _wait_for_writer(

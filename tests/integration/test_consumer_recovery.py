@@ -19,6 +19,8 @@ import pytest
 from consumer import offsets
 from consumer.loop import Pipeline
 from consumer.metrics import RETRIES, ROWS
+from consumer.rebalance import Rebalance
+from consumer.startup import leave, subscribe
 from schemas.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
@@ -262,6 +264,28 @@ def test_consumer_started_before_its_producer_waits_outside_the_group_then_consu
     running.stop()
 
     assert group.members == []  # it did not hold the partitions while it could not write
+
+
+def test_a_member_leaving_during_its_join_is_not_left_in_the_group(
+    endpoints: Endpoints, topic_factory: Any, kafka_admin: Any, ch_database: str
+) -> None:
+    """Start-up leaves when the services make it wait, at whatever point of its join that
+    happens: closed while its JoinGroup was in flight, a member used to stay in the group
+    until its session timed out (45 s), holding partitions it could not write."""
+    topic = topic_factory(partitions=2)
+    groups = []
+    for step in range(40):  # left 0 to 195 ms after subscribing: across the join
+        rebalance = Rebalance()
+        group = f"{topic}-group-{step}"
+        member = subscribe(settings(endpoints, topic, ch_database, group=group), rebalance)
+        time.sleep(step * 0.005)
+        leave(member, rebalance, threading.Event())
+        groups.append(group)
+    time.sleep(1)  # a member added after its close shows up by now
+
+    described = kafka_admin.describe_consumer_groups(groups)
+    stayed = {group: len(found.result().members) for group, found in described.items()}
+    assert {group: n for group, n in stayed.items() if n} == {}
 
 
 def test_sigterm_drains_commits_and_exits_0_and_health_answers_meanwhile(
