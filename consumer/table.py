@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from clickhouse_connect.driver.client import Client
 
-from schemas.changes import IS_DELETED, IS_DELETED_SQL, VERSION, VERSION_SQL
+from schemas.changes import IS_DELETED, IS_DELETED_SQL, UPDATE_PREIMAGE, VERSION, VERSION_SQL
 from schemas.clickhouse import quote
 from schemas.target import REBUILD_HINT, SchemaMismatchError, Target, existing_columns
 
@@ -96,6 +96,7 @@ def ensure(
         client.command(current_view_sql(target))
         return []
     check_engine(client, target, dedup_window, partition_by)
+    follow_delete_rule(client, target)
     new = additions(target, existing, columns)
     if new:
         client.command(add_columns_sql(target, new))
@@ -128,6 +129,22 @@ def check_engine(client: Client, target: Target, dedup_window: int, partition_by
         client.command(
             f"ALTER TABLE {target.name} MODIFY SETTING "
             f"non_replicated_deduplication_window = {dedup_window}"
+        )
+
+
+def follow_delete_rule(client: Client, target: Target) -> None:
+    """A table made when an update's preimage did not delete its key gets the contract's
+    _is_deleted expression; rows it already holds keep theirs (none is a preimage unless
+    the topic was published with include_preimage)."""
+    expression = client.command(
+        "SELECT default_expression FROM system.columns "
+        "WHERE database = {db:String} AND table = {t:String} AND name = {c:String}",
+        parameters={"db": target.database, "t": target.table, "c": IS_DELETED},
+    )
+    if UPDATE_PREIMAGE not in str(expression):
+        client.command(
+            f"ALTER TABLE {target.name} MODIFY COLUMN {quote(IS_DELETED)} UInt8 "
+            f"MATERIALIZED {IS_DELETED_SQL}"
         )
 
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 # Columns of an encoded frame, as they arrive in the driver.
 KEY, VALUE, ORDER, KEY_IS_NULL, IS_DELETE = "key", "value", "_order", "_key_is_null", "_is_delete"
+# An update's preimage encoded as a delete, which the driver keeps only if no row of its key
+# survives its commit: the update rewrote the key (producer/slices.py).
+PREIMAGE = "_preimage"
 
 
 @dataclass(frozen=True)
@@ -70,24 +73,31 @@ class Encoding:
         """Key/value bytes of every change in frame, with what the driver needs to order them.
 
         frame has the table's columns plus _change_type, _commit_version, _commit_timestamp.
+        An update's preimage is published as it is with include_preimage; otherwise as a
+        `delete` of its key, which the driver drops where a row of that key survives the
+        commit (the rewritten-key rule, schemas/changes.py).
         """
-        from pyspark.sql.functions import col, when
+        from pyspark.sql.functions import col, lit, when
 
-        if not self.include_preimage:
-            frame = frame.where(col(changes.CHANGE_TYPE) != changes.UPDATE_PREIMAGE)
         frame = hashed(frame, self.hashed)
         value_columns = [delta_name(field) for field in self.value.schema["fields"]]
         key_is_null = _any_null(self.primary_key)
+        change_type = col(changes.CHANGE_TYPE)
+        preimage = change_type == changes.UPDATE_PREIMAGE
+        if not self.include_preimage:
+            change_type = when(preimage, lit(changes.DELETE)).otherwise(change_type)
+        value = _record(frame, value_columns, {changes.CHANGE_TYPE: change_type})
         # A NULL key cannot be encoded; it is left NULL and reported by the driver with its
         # version (producer/slices.py).
         key_bytes = when(~key_is_null, _framed(_record(frame, self.primary_key), self.key))
-        value_bytes = when(~key_is_null, _framed(_record(frame, value_columns), self.value))
+        value_bytes = when(~key_is_null, _framed(value, self.value))
         return frame.select(
             key_bytes.alias(KEY),
             value_bytes.alias(VALUE),
             _order().alias(ORDER),
             key_is_null.alias(KEY_IS_NULL),
-            (col(changes.CHANGE_TYPE) == changes.DELETE).alias(IS_DELETE),
+            (preimage | (change_type == changes.DELETE)).alias(IS_DELETE),
+            (preimage & lit(not self.include_preimage)).alias(PREIMAGE),
         )
 
 
@@ -119,15 +129,19 @@ def hashed(frame: DataFrame, names: frozenset[str]) -> DataFrame:
     )
 
 
-def _record(frame: DataFrame, names: Sequence[str]) -> Column:
+def _record(
+    frame: DataFrame, names: Sequence[str], replaced: dict[str, Column] | None = None
+) -> Column:
     """The columns as one struct whose fields carry their Avro names (schemas.avro_names):
-    a cast renames a struct's fields by position, and to_avro matches them by name."""
+    a cast renames a struct's fields by position, and to_avro matches them by name. A
+    column named in `replaced` takes that expression's value (of the same type)."""
     from pyspark.sql.functions import struct
     from pyspark.sql.types import StructType
 
     delta_type = frame.select(*[column(n) for n in names]).schema.jsonValue()
     avro_named = renamed(delta_type)
-    record = struct(*[column(n) for n in names])
+    given = replaced or {}
+    record = struct(*[given[n].alias(n) if n in given else column(n) for n in names])
     return record if avro_named == delta_type else record.cast(StructType.fromJson(avro_named))
 
 

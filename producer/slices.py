@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from producer.encode import KEY_IS_NULL, ORDER, Encoding
+from producer.encode import IS_DELETE, KEY, KEY_IS_NULL, ORDER, PREIMAGE, Encoding
 from producer.errors import NullKeyError
 from producer.plan import Chunk
 from schemas.spark_session import column
@@ -51,7 +51,7 @@ def encoded_slices(
         )
         rows = encoding.encode(part).toArrow()
         check_keys(rows, table, encoding.primary_key)
-        yield rows.sort_by(ORDER)
+        yield rewritten_keys(rows).sort_by(ORDER)
 
 
 def sample(frame: DataFrame, encoding: Encoding) -> pa.Table:
@@ -66,6 +66,22 @@ def check_keys(rows: pa.Table, table: str, primary_key: Sequence[str]) -> None:
         first = pc.index(nulls, True).as_py()
         version = rows.column(ORDER)[first].as_py() // 2
         raise NullKeyError(table, version, list(primary_key))
+
+
+def rewritten_keys(rows: pa.Table) -> pa.Table:
+    """rows without the preimages (encoded as deletes) whose key has a surviving row (an
+    insert or postimage) in the same commit: what is left of them deletes the keys that
+    an UPDATE or MERGE rewrote. A key's changes are all in one slice, so the check is local;
+    it runs in Arrow, matching (commit version, key bytes)."""
+    preimage = rows.column(PREIMAGE)
+    if not len(rows) or not pc.any(preimage).as_py():
+        return rows
+    commit = pc.cast(pc.cast(pc.divide(rows.column(ORDER), 2), pa.string()), pa.binary())
+    # Key bytes start with the wire format's zero byte, which no version's digits hold.
+    change = pc.binary_join_element_wise(commit, rows.column(KEY), b"")
+    survivor = pc.invert(pc.or_(preimage, rows.column(IS_DELETE)))
+    kept = pc.is_in(change, value_set=pc.filter(change, survivor))
+    return rows.filter(pc.invert(pc.and_(preimage, kept)))
 
 
 def _key_hash(primary_key: Sequence[str], slices: int) -> Column:

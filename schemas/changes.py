@@ -6,10 +6,16 @@ so the version doubles the commit version and adds one for rows that survive the
 (an update's preimage does not survive it either):
 
     _version    = _commit_version * 2 + (0 if _change_type in ('delete', 'update_preimage') else 1)
-    _is_deleted = 1 if _change_type == 'delete' else 0
+    _is_deleted = 1 if _change_type in ('delete', 'update_preimage') else 0
 
 A ReplacingMergeTree(_version, _is_deleted) then keeps the insert over the delete of the
 same commit, and any later commit over both.
+
+An UPDATE or MERGE may rewrite primary-key columns: the row leaves its old key. The old key
+is then deleted at that commit: the producer publishes the preimage of every key that no
+row survives in the commit as a `delete` (with include_preimage, every preimage is published
+as `update_preimage`, which deletes just the same). A preimage whose key survives the commit
+(the common update) is not published by default, and would lose to the surviving row anyway.
 """
 
 from __future__ import annotations
@@ -41,11 +47,11 @@ def version(commit_version: int, change_type: str) -> int:
 
 
 def is_deleted(change_type: str) -> bool:
-    return change_type == DELETE
+    return change_type in (DELETE, UPDATE_PREIMAGE)
 
 
 # The same rules as ClickHouse expressions, for MATERIALIZED columns and Kafka-engine views.
 VERSION_SQL: Final = (
     f"toUInt64({COMMIT_VERSION}) * 2 + ({CHANGE_TYPE} NOT IN ('{DELETE}', '{UPDATE_PREIMAGE}'))"
 )
-IS_DELETED_SQL: Final = f"toUInt8({CHANGE_TYPE} = '{DELETE}')"
+IS_DELETED_SQL: Final = f"toUInt8({CHANGE_TYPE} IN ('{DELETE}', '{UPDATE_PREIMAGE}'))"

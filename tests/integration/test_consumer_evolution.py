@@ -135,3 +135,26 @@ def test_incompatible_schema_stops_the_consumer_and_points_at_rebuild(
         consume(endpoints, topic, ch_database)
 
     assert clickhouse.command(f"SELECT count() FROM `{ch_database}`.`{topic}`") == 1
+
+
+def test_a_table_whose_preimages_did_not_delete_is_given_the_contracts_rule(
+    endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str
+) -> None:
+    """A table made when `_is_deleted` was `_change_type = 'delete'` alone: the consumer
+    brings it to the contract's rule, so an update_preimage of a key that moved deletes it."""
+    topic = topic_factory(partitions=1)
+    changes = Changes(endpoints, topic)
+    changes.send([order(1)], "insert", 1)
+    consume(endpoints, topic, ch_database)
+    table = f"`{ch_database}`.`{topic}`"
+    clickhouse.command(
+        f"ALTER TABLE {table} MODIFY COLUMN _is_deleted UInt8 "
+        "MATERIALIZED toUInt8(_change_type = 'delete')"
+    )
+
+    changes.send([order(1)], "update_preimage", 2)
+    changes.send([order(2)], "update_postimage", 2)  # the row moved from key 1 to key 2
+    consume(endpoints, topic, ch_database)
+
+    ids = clickhouse.query(f"SELECT id FROM `{ch_database}`.`{topic}_current`").result_rows
+    assert ids == [(2,)]

@@ -31,17 +31,18 @@ def producer_rule(frame: Any, key: Any, value: Any) -> Any:
 
 
 # (_commit_version, _change_type) → (_version, _is_deleted). Within a commit a delete (and the
-# preimage of an update) sorts before the row that survives it; a later commit beats both.
+# preimage of an update, which deletes the key it leaves) sorts before the row that survives
+# it; a later commit beats both.
 RULE = [
     (1, changes.INSERT, 3, 0),
-    (1, changes.UPDATE_PREIMAGE, 2, 0),
+    (1, changes.UPDATE_PREIMAGE, 2, 1),
     (1, changes.UPDATE_POSTIMAGE, 3, 0),
     (1, changes.DELETE, 2, 1),
     (1, changes.SNAPSHOT, 3, 0),
     (0, changes.INSERT, 1, 0),
     (0, changes.DELETE, 0, 1),
     (0, changes.SNAPSHOT, 1, 0),
-    (2**40, changes.UPDATE_PREIMAGE, 2**41, 0),
+    (2**40, changes.UPDATE_PREIMAGE, 2**41, 1),
     (2**40, changes.UPDATE_POSTIMAGE, 2**41 + 1, 0),
     (2**40, changes.DELETE, 2**41, 1),
 ]
