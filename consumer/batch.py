@@ -59,7 +59,7 @@ class PartitionBatch:
     @property
     def dedup_token(self) -> str:
         """`<topic>-<partition>-<first offset>-<last offset>`: a retried insert of the same
-        batch is dropped by ClickHouse."""
+        batch is dropped by ClickHouse (the sink puts the topic's id before it)."""
         return f"{self.topic}-{self.partition}-{self.first_offset}-{self.last_offset}"
 
     def values(self) -> list[bytes]:

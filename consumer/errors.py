@@ -42,3 +42,13 @@ class KafkaFatalError(TerminalError):
             "not committed yet are read again and deduplicated. If it happens again, check "
             "the brokers' logs and the consumer's Kafka settings (CDFBRIDGE_KAFKA__*)"
         )
+
+
+class TopicRefusedError(TerminalError):
+    """Kafka refused to describe the topic (its id keys the insert deduplication tokens)."""
+
+    def __init__(self, topic: str, reason: str) -> None:
+        super().__init__(
+            f"Kafka refused to describe topic {topic} ({reason}); check that the topic "
+            "exists and that the consumer may describe it (Describe on the topic)"
+        )

@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer.errors import CommitRefusedError
+from consumer.errors import CommitRefusedError, TopicRefusedError
 from schemas.errors import CdfBridgeError, ServiceUnavailableError
 from schemas.kafka_errors import describe, passing
 from schemas.settings import MAX_MESSAGE_BYTES
@@ -104,3 +104,21 @@ def ensure_topic(
         if error.retriable():
             raise ServiceUnavailableError(f"cannot create topic {topic}: {error}") from exc
         raise
+
+
+def topic_id(client_config: Mapping[str, Any], topic: str) -> str:
+    """Kafka's id of the topic (KIP-516): a topic deleted and created again under the same
+    name gets a new one, and its offsets start at 0 again."""
+    from confluent_kafka import TopicCollection
+
+    admin = AdminClient(dict(client_config))
+    future = admin.describe_topics(TopicCollection([topic]), request_timeout=30)[topic]
+    try:
+        return str(future.result(timeout=30).topic_id)
+    except KafkaException as exc:
+        error = exc.args[0]
+        if passing(error):
+            raise ServiceUnavailableError(
+                f"describing topic {topic} failed: {describe(error)}"
+            ) from exc
+        raise TopicRefusedError(topic, describe(error)) from exc

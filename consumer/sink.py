@@ -20,21 +20,27 @@ from schemas.target import Target
 
 
 class Sink:
-    def __init__(self, client: Client, target: Target, registry_url: SecretStr) -> None:
+    def __init__(
+        self, client: Client, target: Target, registry_url: SecretStr, topic_id: str
+    ) -> None:
         self.client = client
         self.target = target
         self.registry_url = registry_url
+        # Before every dedup token: a topic created again under the same name starts its
+        # offsets at 0 again, and its batches must not pass for the old topic's repeats.
+        self.topic_id = topic_id
 
     def insert(self, values: Sequence[bytes], columns: Sequence[InputColumn], token: str) -> None:
         """One insert, one block: `values` are whole Confluent-framed Avro messages, read by
-        their Avro names and written to the columns of their Delta names."""
+        their Avro names and written to the columns of their Delta names. token names the
+        messages within the topic; the topic's id is put before it."""
         settings = {
             # ClickHouse masks the password in it in its logs.
             "format_avro_schema_registry_url": self.registry_url.get_secret_value(),
             # Older schemas lack columns added later; those read as their default.
             "input_format_avro_allow_missing_fields": 1,
             "insert_deduplicate": 1,
-            "insert_deduplication_token": token,
+            "insert_deduplication_token": f"{self.topic_id}:{token}",
             # Versions of a key are folded by merges and FINAL reads anyway; folding them in
             # every insert too costs about a third of its time.
             "optimize_on_insert": 0,

@@ -17,6 +17,7 @@ from typing import Any
 from consumer import isolate, reread, table
 from consumer.batch import PartitionBatch, Written
 from consumer.dlq import DeadLetters
+from consumer.kafka import topic_id
 from consumer.registry import HEADER, Schemas, schema_id
 from consumer.settings import ConsumerSettings
 from consumer.sink import Sink
@@ -61,9 +62,10 @@ class BatchWriter:
         """A writer for the settings' table, which it creates or checks from the topic's
         latest value schema."""
         client = connect(settings.clickhouse, compress=False)  # loopback: CPU matters more
-        sink = Sink(client, target, settings.registry_url_for_clickhouse())
         topic = settings.consumer.topic
         order_by = schemas.order_by(topic, settings.consumer.primary_key)
+        found_id = topic_id(settings.kafka.client_config(), topic)
+        sink = Sink(client, target, settings.registry_url_for_clickhouse(), found_id)
         writer = cls(
             sink,
             schemas,

@@ -2,12 +2,15 @@
 and the status command."""
 
 import re
+import time
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import NewTopic
 
 from consumer.cli import main
 from consumer.loop import Pipeline
+from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     Changes,
@@ -136,3 +139,26 @@ def test_two_groups_fill_two_tables_independently(
     second = clickhouse.query(query.format(db=ch_database, t="second")).result_rows
     assert first == [(n, f"o{n}") for n in range(6)]
     assert second == [(n, "later" if n < 3 else f"o{n}") for n in range(6)]
+
+
+def test_a_topic_created_again_under_its_name_is_not_taken_for_the_old_ones_repeats(
+    endpoints: Endpoints, kafka_admin: Any, clickhouse: Any, ch_database: str
+) -> None:
+    """Its offsets start at 0 again, so its first batch has the old first batch's offsets;
+    with the topic's id in the dedup token, ClickHouse inserts it."""
+    topic = unique("topic")
+    for ids in (range(10), range(100, 110)):
+        kafka_admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+        Changes(endpoints, topic).send([order(n) for n in ids], "insert", 1)
+        consume(endpoints, topic, ch_database, group=unique("group"), table="orders")
+        kafka_admin.delete_topics([topic])[topic].result(timeout=30)
+        wait_until_gone(kafka_admin, topic)
+
+    assert clickhouse.command(f"SELECT count() FROM `{ch_database}`.orders") == 20
+
+
+def wait_until_gone(admin: Any, topic: str) -> None:
+    deadline = time.monotonic() + 30
+    while topic in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"topic {topic} still listed 30 s after deletion"
+        time.sleep(0.2)
