@@ -102,7 +102,7 @@ class Publisher:
                     producer.abort_transaction(30)
                     return None
                 rows += self._send(batch)
-            self.progress.record(producer, last_version)
+            self._produce(self.progress.topic, *self.progress.record(last_version))
             producer.commit_transaction(60)
             return rows
         except KafkaException as exc:
@@ -128,7 +128,7 @@ class Publisher:
                 produce(topic, value, key)
             except BufferError:
                 self._producer.poll(0.05)
-                self._produce(value, key)
+                self._produce(topic, value, key)
             except KafkaException as exc:
                 if error_of(exc).code() != KafkaError.MSG_SIZE_TOO_LARGE:
                     raise
@@ -137,16 +137,16 @@ class Publisher:
                     key, version, len(value), client_limit(self.max_message_bytes)
                 ) from exc
             if deletes is not None and deletes[i]:
-                self._produce(None, key)  # tombstone after the delete, for compaction
+                self._produce(topic, None, key)  # tombstone after the delete, for compaction
         self._producer.poll(0)
         return len(keys)
 
-    def _produce(self, value: bytes | None, key: bytes) -> None:
+    def _produce(self, topic: str, value: bytes | None, key: bytes) -> None:
         """One message, retried alone while librdkafka's local queue is full: a retry never
         sends again what was already queued."""
         while True:
             try:
-                self._producer.produce(self.topic, value, key)
+                self._producer.produce(topic, value, key)
                 return
             except BufferError:
                 self._producer.poll(0.05)  # let librdkafka drain the queue

@@ -77,10 +77,11 @@ class Progress:
         self.resync_key = self.key + RESYNC_SUFFIX
         self.generation = Generation()  # what record() writes: the producer's generation
 
-    def record(self, producer: Any, version: int) -> None:
-        """Queue the progress record in the producer's open transaction."""
+    def record(self, version: int) -> tuple[bytes, bytes]:
+        """The progress record saying version is fully published, as (value, key): the
+        producer queues it in the transaction of that version's last chunk."""
         value = {"version": version, **self.generation.fields()}
-        producer.produce(self.topic, json.dumps(value).encode(), self.key)
+        return json.dumps(value).encode(), self.key
 
     def request_resync(self, producer: Any, generation: int) -> None:
         """Queue a resync request (no transaction needed: it is one record of its own)."""

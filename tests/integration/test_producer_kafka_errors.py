@@ -13,6 +13,7 @@ from producer.publish import Publisher
 from producer.topics import ensure_topics
 from schemas.errors import ConfigError
 from schemas.settings import KafkaConfig
+from tests.conftest import unique
 from tests.endpoints import Endpoints
 
 pytestmark = pytest.mark.integration
@@ -47,3 +48,29 @@ def test_a_chunk_the_topic_refuses_aborts_and_names_kafkas_error(
     small = pa.RecordBatch.from_pydict({"key": [b"k"], "value": [b"v"], "_is_delete": [False]})
     assert restarted.publish([small], last_version=1, stop=lambda: False) == 1
     restarted.close()
+
+
+def test_a_full_local_queue_when_the_progress_record_is_queued_waits_and_commits(
+    endpoints: Endpoints,
+) -> None:
+    """A chunk that fills librdkafka's queue to the end (tombstones make it fill faster):
+    the progress record waits for room as the changes do, instead of aborting the chunk."""
+    topic = unique("topic")
+    ensure_topics({"bootstrap.servers": endpoints.kafka}, topic, partitions=1)
+    tight: KafkaConfig = {
+        "bootstrap.servers": endpoints.kafka,
+        "queue.buffering.max.messages": 10,
+    }
+    publisher = Publisher(tight, topic, tombstones=True)
+    publisher.start()
+    deletes = pa.RecordBatch.from_pydict(
+        {
+            "key": [b"k%d" % n for n in range(500)],
+            "value": [b"v"] * 500,
+            "_is_delete": [True] * 500,
+        }
+    )
+
+    assert publisher.publish([deletes], last_version=7, stop=lambda: False) == 500
+    publisher.close()
+    assert Publisher({"bootstrap.servers": endpoints.kafka}, topic).start().version == 7
