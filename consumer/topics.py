@@ -38,7 +38,26 @@ def resolve(settings: ConsumerSettings) -> list[ConsumerSettings]:
                 "whole name), or start the producer first"
             )
         log.info("topics", extra={"pattern": pattern, "topics": chosen})
-    return [settings.for_topic(topic) for topic in chosen]
+    resolved = [settings.for_topic(topic) for topic in chosen]
+    one_topic_per_table(resolved)
+    return resolved
+
+
+def one_topic_per_table(chosen: list[ConsumerSettings]) -> None:
+    """ConfigError when two topics would write one table: each would take the other's rows
+    for its own, and a key in both would flip between them."""
+    topics: dict[str, list[str]] = {}
+    for one in chosen:
+        topics.setdefault(one.consumer.target_table, []).append(one.consumer.topic)
+    shared = [
+        f"{' and '.join(names)} into {table}" for table, names in topics.items() if len(names) > 1
+    ]
+    if shared:
+        raise ConfigError(
+            f"two topics would write one ClickHouse table: {'; '.join(shared)}. Give each "
+            "topic a table of its own: the [[tables]] entry's `target`, or consumer.table "
+            "(--table) when one topic is read"
+        )
 
 
 def matching(pattern: str, topics: set[str]) -> list[str]:

@@ -2,7 +2,7 @@
 shares with cdfbridge-verify are in schemas/: service_errors.py (Kafka, the registry, a Spark
 master) and storage_errors.py (the object store)."""
 
-from schemas.errors import ServiceUnavailableError, TerminalError
+from schemas.errors import ConfigError, ServiceUnavailableError, TerminalError
 
 MAX_MESSAGE_SETTING = "CDFBRIDGE_KAFKA__MAX_MESSAGE_BYTES"
 
@@ -112,3 +112,21 @@ def topic_limit(topic: str, max_message_bytes: int) -> str:
         f"({max_message_bytes}); raise it: kafka-configs --alter --entity-type topics "
         f"--entity-name {topic} --add-config max.message.bytes={max_message_bytes}"
     )
+
+
+class TableRecreatedError(TerminalError):
+    def __init__(self, table: str, topic: str, why: str) -> None:
+        super().__init__(
+            f"table {table} is not the table whose changes topic {topic} holds: {why}. It was "
+            "dropped and created again, so its versions start over and the topic's are not "
+            f"its own; to publish the new table into this topic, {RESYNC}"
+        )
+
+
+class TopicClaimedError(ConfigError):
+    def __init__(self, topic: str, table: str, other: str) -> None:
+        super().__init__(
+            f"topic {topic} holds the changes of another table, {other}; this producer follows "
+            f"{table}. Give one of them a topic of its own (--topic, CDFBRIDGE_SOURCE__TOPIC "
+            "or the [[tables]] entry's topic); the other table's producer was left alone"
+        )

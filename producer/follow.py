@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from producer.course import Course, Estimates, RowWidth, Span, spans
 from producer.encode import snapshot_changes
+from producer.errors import TableRecreatedError
 from producer.plan import Chunk
 from producer.registry import TopicSchemas
 from producer.settings import SourceSection
@@ -59,11 +60,19 @@ def follow(
     def wait() -> bool:  # for the table to change; True: stop
         return stop.wait(config.poll_interval_s)
 
+    def head() -> int:  # poll
+        latest = source.latest_version()
+        published = course.next_version - 1
+        if latest < published:  # a log that went backwards: the table was created again
+            why = f"its log ends at version {latest}, and version {published} is published"
+            raise TableRecreatedError(source.table, schemas.topic, why)
+        return latest
+
     try:
         ranges.check_policy(source.latest_version())  # the columns it names are the table's
         if snapshot_at is not None:
             yield from chunks.snapshot(snapshot_at)
-        for span in spans(course, source.latest_version, wait):  # poll
+        for span in spans(course, head, wait):
             yield from chunks.span(span)  # plan, read, encode, slice
     except Exception as exc:
         lost = lost_driver(exc, source.spark, course.next_version)

@@ -36,9 +36,10 @@ from producer.resync import Resyncs
 from producer.settings import ProducerSettings
 from producer.slices import Slice
 from producer.source import DeltaSource
-from producer.start import starting_point
+from producer.start import check_identity, starting_point
 from producer.startup import KafkaSide, Waterfall, discard, kafka_side_in_thread, since_start_s
 from schemas.errors import CdfBridgeError
+from schemas.progress import Identity
 from schemas.spark_session import session_for
 from schemas.storage_errors import storage_error
 
@@ -142,8 +143,14 @@ def _follow(
     except BaseException:
         discard(kafka)
         raise
-    publisher, position = kafka.result().publisher, kafka.result().position
+    side = kafka.result()
+    publisher, position = side.publisher, side.position
     try:
+        identity = Identity(config.table, source.table_id)
+        check_identity(position, identity, topic)
+        if not side.fenced:  # the same table (its Delta id) named another way
+            position = publisher.start()
+        publisher.progress.identity = identity
         resyncs.watch(topic, max(position.requested, position.generation.number))
         with steps.step("starting_point"):
             start, snapshot_at = starting_point(config, source, publisher, position)

@@ -67,6 +67,12 @@ class DeltaSource:
             return latest
         return int(self._delta.history(1).select("version").first()[0])
 
+    @property
+    def table_id(self) -> str:
+        """Delta's id of the table (metaData.id), from the log as last loaded."""
+        snapshot = self._delta._jdt.deltaLog().unsafeVolatileSnapshot()
+        return str(snapshot.metadata().id())
+
     def check_change_feed(self) -> None:
         # SHOW TBLPROPERTIES answers from the log; detail() costs a Spark job (5 s when cold).
         rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name} ({CDF_PROPERTY})").collect()

@@ -4,10 +4,26 @@ the last version published, else where the table's settings say."""
 from __future__ import annotations
 
 from producer import metrics
+from producer.errors import TableRecreatedError, TopicClaimedError
 from producer.publish import Publisher
 from producer.settings import SourceSection
 from producer.source import DeltaSource
-from schemas.progress import Position
+from schemas.progress import Identity, Position
+
+
+def check_identity(position: Position, identity: Identity, topic: str) -> None:
+    """The topic's progress must name this table (by its Delta id) or none yet: another
+    table's id at another place is another table's topic (TopicClaimedError, exit 2); at
+    this place, the table was created again (TableRecreatedError, exit 1), unless a resync
+    was asked for, which starts the topic over with it."""
+    claimed = position.identity
+    if claimed is None or claimed.table_id == identity.table_id:
+        return
+    if claimed.table != identity.table:
+        raise TopicClaimedError(topic, identity.table, f"{claimed.table} (id {claimed.table_id})")
+    if not position.resync_pending:
+        why = f"its Delta id is {identity.table_id}; the topic's progress names {claimed.table_id}"
+        raise TableRecreatedError(identity.table, topic, why)
 
 
 def starting_point(

@@ -83,21 +83,29 @@ def _at() -> float:
 
 @dataclass(frozen=True)
 class KafkaSide:
-    """A table's topics made, its transactional producer fenced in, its progress read."""
+    """A table's topics made, its progress read and, unless the progress names a table
+    elsewhere, its transactional producer fenced in (`fenced`)."""
 
     publisher: Publisher
     position: Position
+    fenced: bool = True
 
 
 def kafka_side(settings: ProducerSettings, steps: Waterfall) -> KafkaSide:
-    """The topics created when missing, then the transactional producer started: older
-    ones fenced, the progress read."""
+    """The topics created when missing, the progress read, then the transactional producer
+    started: older ones fenced, the progress read again. A progress naming a table at
+    another place is left unfenced: it may be another table's topic, which only the table's
+    Delta id tells (producer/start.py check_identity)."""
     config, kafka = settings.source, settings.kafka.client_config()
     limit = settings.kafka.max_message_bytes
     with steps.step("topics"):
         ensure_topics(kafka, config.topic_name, config.partitions, limit)
     publisher = Publisher(kafka, config.topic_name, config.tombstones, limit)
     try:
+        with steps.step("progress"):
+            claimed = publisher.progress.read()
+        if claimed.identity is not None and claimed.identity.table != config.table:
+            return KafkaSide(publisher, claimed, fenced=False)
         with steps.step("kafka_transactions"):  # fence older producers, read the progress
             position = publisher.start()
     except BaseException:

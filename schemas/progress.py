@@ -53,12 +53,32 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class Identity:
+    """The Delta table a topic's changes come from: where it is (as the producer names it)
+    and Delta's own id of it (metaData.id), which a table created again at the same path
+    does not keep."""
+
+    table: str
+    table_id: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"table": self.table, "table_id": self.table_id}
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> Identity | None:
+        if "table_id" not in record:
+            return None  # written before records named their table
+        return cls(str(record["table"]), str(record["table_id"]))
+
+
+@dataclass(frozen=True)
 class Position:
     """What the progress topic says of one data topic."""
 
     version: int | None = None  # the last Delta version fully published; None: nothing yet
     generation: Generation = field(default_factory=Generation)
     requested: int = 0  # the newest generation a resync asked for
+    identity: Identity | None = None  # the table the last record names
 
     @property
     def resync_pending(self) -> bool:
@@ -75,12 +95,15 @@ class Progress:
         self.data_topic, self.topic = topic, progress_topic(topic)
         self.key = topic.encode()
         self.resync_key = self.key + RESYNC_SUFFIX
-        self.generation = Generation()  # what record() writes: the producer's generation
+        # What record() writes besides the version: the producer's generation and table.
+        self.generation = Generation()
+        self.identity: Identity | None = None
 
     def record(self, version: int) -> tuple[bytes, bytes]:
         """The progress record saying version is fully published, as (value, key): the
         producer queues it in the transaction of that version's last chunk."""
-        value = {"version": version, **self.generation.fields()}
+        named = self.identity.fields() if self.identity is not None else {}
+        value = {"version": version, **self.generation.fields(), **named}
         return json.dumps(value).encode(), self.key
 
     def request_resync(self, producer: Any, generation: int) -> None:
@@ -144,11 +167,13 @@ class Progress:
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    return Position(last.version, last.generation, requested)
+                    return Position(last.version, last.generation, requested, last.identity)
                 raise KafkaException(error)
             record = json.loads(message.value() or b"{}")
             if message.key() == self.key:
-                last = Position(int(record["version"]), Generation.of(record))
+                last = Position(
+                    int(record["version"]), Generation.of(record), identity=Identity.of(record)
+                )
             elif message.key() == self.resync_key:
                 requested = int(record["generation"])
         took = f"reading progress took over {READ_TIMEOUT_S:.0f} s"

@@ -7,7 +7,7 @@ import pytest
 
 from consumer import cli
 from consumer.settings import load
-from consumer.topics import matching
+from consumer.topics import matching, resolve
 from schemas.errors import ConfigError
 
 LAKE = """
@@ -166,6 +166,32 @@ def test_a_topic_two_tables_entries_would_share_is_refused(tmp_path: Path) -> No
 
     with pytest.raises(ConfigError, match="would all publish to topic cdfbridge.orders"):
         load(config)
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        pytest.param(
+            "[consumer]\ntopics = ['cdfbridge.sales.orders', 'cdfbridge.sales_orders']\n",
+            "cdfbridge.sales.orders and cdfbridge.sales_orders into sales_orders",
+            id="default names",
+        ),
+        pytest.param(
+            '[[tables]]\ntable = "/lake/a"\nprimary_key = "id"\ntarget = "t"\n\n'
+            '[[tables]]\ntable = "/lake/b"\nprimary_key = "id"\ntarget = "t"\n',
+            "cdfbridge.a and cdfbridge.b into t",
+            id="one target",
+        ),
+    ],
+)
+def test_two_topics_that_would_write_one_table_are_refused(
+    tmp_path: Path, config: str, named: str
+) -> None:
+    file = tmp_path / "shared.toml"
+    file.write_text(config)
+
+    with pytest.raises(ConfigError, match=f"one ClickHouse table: {named}. Give each"):
+        resolve(load(file))
 
 
 @pytest.mark.parametrize("command", [["rebuild"], ["reset-offsets", "--to-earliest"]])
