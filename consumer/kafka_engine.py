@@ -27,6 +27,9 @@ from schemas.settings import KafkaSettings, masked_url
 from schemas.target import Target
 
 HIDDEN = "******"
+# The Kafka table's comment: the value schema its columns were made from and the group it
+# reads with (consumer/kafka_engine_evolve.py brings it to a newer schema).
+BUILT_FROM = "cdfbridge value schema {schema_id}, group {group}"
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,11 @@ def statements(
     source: KafkaSource,
     reveal_secrets: bool = False,
     partition_by: str = "",
+    schema_id: int = 0,
 ) -> list[str]:
     """The DDL, in the order to run it; SASL passwords are masked unless revealed. The Kafka
-    table reads the Avro names; its view writes the Delta names."""
+    table reads the Avro names; its view writes the Delta names; its comment names the value
+    schema (schema_id) its columns come from."""
     body = ", ".join(f"{quote(c.avro_name)} {c.input_type}" for c in inputs)
     names = ", ".join(
         c.expression if c.expression == quote(c.name) else f"{c.expression} AS {quote(c.name)}"
@@ -113,7 +118,8 @@ def statements(
         f"CREATE TABLE IF NOT EXISTS {errors(target).name} ({ERRORS_COLUMNS})\n"
         f"ENGINE = MergeTree ORDER BY (`topic`, `partition`, `offset`)",
         f"CREATE TABLE IF NOT EXISTS {queue(target).name} ({body})\n"
-        f"ENGINE = Kafka\nSETTINGS {_kafka_settings(source, reveal_secrets)}",
+        f"ENGINE = Kafka\nSETTINGS {_kafka_settings(source, reveal_secrets)}\n"
+        f"COMMENT {literal(BUILT_FROM.format(schema_id=schema_id, group=source.group))}",
         _view_sql(pump(target), target, queue(target), names, "length(_error) = 0"),
         _view_sql(
             errors_pump(target),

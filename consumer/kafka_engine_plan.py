@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from consumer import table
 from consumer.kafka_engine import KafkaSource, statements
+from consumer.kafka_engine_evolve import evolve
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from consumer.table import Columns
@@ -28,6 +29,7 @@ class Plan:
     dedup_window: int
     source: KafkaSource
     partition_by: str = ""
+    schema_id: int = 0  # the value schema the columns come from: the topic's latest
 
     def statements(self, reveal_secrets: bool = False) -> list[str]:
         return statements(
@@ -39,6 +41,7 @@ class Plan:
             self.source,
             reveal_secrets,
             self.partition_by,
+            self.schema_id,
         )
 
 
@@ -49,7 +52,7 @@ def plan(
     nullable_tuple=False for servers without Nullable(Tuple) (see `nullable_tuples`)."""
     schemas = Schemas(settings.schema_registry.client_config())
     topic = settings.consumer.topic
-    _, value_schema = schemas.latest_value(topic)
+    schema_id, value_schema = schemas.latest_value(topic)
     source = KafkaSource.from_settings(
         settings.kafka, topic, group, settings.registry_url_for_clickhouse()
     )
@@ -70,6 +73,7 @@ def plan(
             flush_interval_ms=int(settings.consumer.batch_seconds * 1000),
         ),
         settings.consumer.partition_by,
+        schema_id,
     )
 
 
@@ -80,7 +84,9 @@ def nullable_tuples(settings: ConsumerSettings) -> bool:
 
 
 def apply(settings: ConsumerSettings, chosen: Plan) -> None:
-    """Create (or check) the target table, then the Kafka table and its view."""
+    """Create (or check) the target table, bring Kafka-engine objects made from an older
+    value schema up to the latest (consumer/kafka_engine_evolve.py), then create the Kafka
+    table and its views where missing."""
     client = connect(settings.clickhouse)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(
@@ -91,5 +97,9 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
             chosen.dedup_window,
             chosen.partition_by,
         )
+        kafka = settings.kafka.client_config()
+        source = chosen.source
+        group = evolve(client, kafka, chosen.target, source.topic, source.group, chosen.schema_id)
+        chosen = replace(chosen, source=replace(source, group=group))
         for statement in chosen.statements(reveal_secrets=True)[2:]:
             client.command(statement)

@@ -11,6 +11,8 @@ from clickhouse_connect.driver.client import Client
 
 from consumer import offsets
 from consumer.generation import held
+from consumer.kafka_engine_evolve import built_from
+from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
@@ -31,6 +33,10 @@ class Status:
     last_version: int | None  # highest _commit_version in the table
     generation: Generation = field(default_factory=Generation)  # the topic's
     held: int = 0  # the generation the table holds
+    # The value schema the table's Kafka-engine objects were made from (0: unknown; None:
+    # none exist), and the topic's latest.
+    engine_schema: int | None = None
+    latest_schema: int | None = None
 
     @property
     def lag(self) -> int:
@@ -53,6 +59,13 @@ class Status:
         if self.generation.number:
             start = ", ".join(f"{p}: {o}" for p, o in sorted(self.generation.start.items()))
             out.append(f"topic generation {self.generation.number} (starts at {start})")
+        if self.engine_schema is not None and self.engine_schema != self.latest_schema:
+            made = f"schema {self.engine_schema}" if self.engine_schema else "an older schema"
+            out.append(
+                f"Kafka-engine tables of {self.table} are behind the topic's schema: made from "
+                f"{made}, the latest is {self.latest_schema}; bring them up to date "
+                f"(cdfbridge-consumer --topic {self.topic} kafka-engine-ddl --apply)"
+            )
         if self.rows is not None and self.held < self.generation.number:
             out.append(
                 f"table {self.table} holds generation {self.held}, from before a resync: "
@@ -68,14 +81,28 @@ def status(settings: ConsumerSettings) -> Status:
     client = connect(settings.clickhouse)
     rows = current = version = None
     generation = Progress(settings.kafka.client_config(), c.topic).read().generation
-    table_holds = 0
+    table_holds, latest = 0, None
     with sorted_errors(settings.clickhouse.url):
         if existing_columns(client, target) is not None:
             rows, version = _counts(client, target)
             current = int(str(client.command(f"SELECT count() FROM {target.current_view}")))  # noqa: S608
             table_holds = held(client, target)
+        built = built_from(client, target)
+    engine = None if built is None else built.schema_id
+    if engine is not None:
+        latest = Schemas(settings.schema_registry.client_config()).latest_value(c.topic)[0]
     return Status(
-        c.group, c.topic, found, target.name, rows, current, version, generation, table_holds
+        c.group,
+        c.topic,
+        found,
+        target.name,
+        rows,
+        current,
+        version,
+        generation,
+        table_holds,
+        engine,
+        latest,
     )
 
 

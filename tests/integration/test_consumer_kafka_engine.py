@@ -11,11 +11,13 @@ from consumer.cli import main
 from consumer.loop import Pipeline
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
+    ORDERS,
     Changes,
     consumer_env,
     order,
     orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
     settings,
+    with_column,
 )
 
 pytestmark = pytest.mark.integration
@@ -102,3 +104,45 @@ def test_ddl_clickhouse_refuses_is_named_in_one_line_with_exit_1(
     assert code == 1
     assert "THERE_IS_NO_COLUMN" in error
     assert "Traceback" not in error
+
+
+def test_kafka_engine_tables_follow_an_added_column_and_read_its_rows_again(
+    endpoints: Endpoints,
+    topic_factory: Any,
+    clickhouse: Any,
+    ch_database: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows the Kafka table read before it knew a new column are read again once it is
+    brought up to date, and end equal to the Python consumer's, the column's values too."""
+    topic = topic_factory(partitions=2)
+    changes = Changes(endpoints, topic)
+    changes.send([order(n) for n in range(10)], "insert", 1)
+    consumer_env(monkeypatch, endpoints, ch_database)
+    one = ["--topic", topic, "--group", f"{topic}-group", "--table", "by_kafka"]
+    assert main([*one, "kafka-engine-ddl", "--apply"]) == 0
+    wait_until_group_committed_the_end(endpoints, topic, f"{topic}-group-clickhouse")
+    changes.use_schema(with_column(ORDERS, "note", "string"))
+    changes.send([{**order(n), "note": f"new {n}"} for n in range(10, 15)], "insert", 2)
+    changes.send([{**order(n, "again"), "note": "later"} for n in range(3)], "update_postimage", 3)
+    # The old Kafka table reads them, without `note`.
+    wait_until_group_committed_the_end(endpoints, topic, f"{topic}-group-clickhouse")
+    capsys.readouterr()
+
+    assert main([*one, "status"]) == 0
+    assert "Kafka-engine tables of" in capsys.readouterr().out
+    assert main([*one, "kafka-engine-ddl", "--apply"]) == 0
+    Pipeline(settings(endpoints, topic, ch_database, table="by_python"), until_caught_up=True).run()
+
+    resolved = "SELECT id, name, amount, note, _version, _is_deleted FROM {t} FINAL ORDER BY id"
+    by_python = clickhouse.query(resolved.format(t=f"`{ch_database}`.by_python")).result_rows
+    deadline = time.monotonic() + 90
+    while clickhouse.query(resolved.format(t=f"`{ch_database}`.by_kafka")).result_rows != by_python:
+        assert time.monotonic() < deadline, "the Kafka engine's table is not the consumer's"
+        time.sleep(0.5)
+    notes = {row[0]: row[3] for row in by_python}
+    assert (notes[0], notes[5], notes[12]) == ("later", None, "new 12")
+    capsys.readouterr()
+    assert main([*one, "status"]) == 0
+    assert "Kafka-engine tables of" not in capsys.readouterr().out
