@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from clickhouse_connect.driver.client import Client
 
+from consumer.column_types import extends
 from schemas.changes import IS_DELETED, IS_DELETED_SQL, UPDATE_PREIMAGE, VERSION, VERSION_SQL
 from schemas.clickhouse import quote
 from schemas.target import REBUILD_HINT, SchemaMismatchError, Target, existing_columns
@@ -56,7 +57,10 @@ def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list
     retyped = [
         f"{name} is {existing[name]} in the table but {kind} in the schema"
         for name, kind in wanted
-        if name in existing and _norm(existing[name]) not in {_norm(kind), _norm(_older(kind))}
+        if name in existing
+        and _norm(existing[name]) != _norm(_older(kind))
+        and not extends(kind, existing[name])  # a struct that gained fields: grown
+        and not extends(existing[name], kind)  # an older schema's struct: read as it was
     ]
     new = [(name, kind) for name, kind in wanted if name not in existing]
     required = [f"{name} {kind} is new and not nullable" for name, kind in new if not _null(kind)]
@@ -75,6 +79,17 @@ def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list
     return new
 
 
+def grown(existing: dict[str, str], wanted: Columns) -> list[tuple[str, str]]:
+    """Columns whose structs gained fields (consumer/column_types.py), to MODIFY."""
+    return [
+        (name, kind)
+        for name, kind in wanted
+        if name in existing
+        and _norm(existing[name]) != _norm(kind)
+        and extends(kind, existing[name])
+    ]
+
+
 def add_columns_sql(target: Target, new: Columns) -> str:
     adds = ", ".join(f"ADD COLUMN IF NOT EXISTS {quote(name)} {kind}" for name, kind in new)
     return f"ALTER TABLE {target.name} {adds}"
@@ -88,8 +103,8 @@ def ensure(
     dedup_window: int,
     partition_by: str = "",
 ) -> list[tuple[str, str]]:
-    """Create the table and view when missing, else check them and add new columns.
-    Returns the columns added."""
+    """Create the table and view when missing, else check them, add new columns and grow
+    structs that gained fields. Returns the columns added or grown."""
     existing = existing_columns(client, target)
     if existing is None:
         client.command(create_table_sql(target, columns, order_by, dedup_window, partition_by))
@@ -97,11 +112,14 @@ def ensure(
         return []
     check_engine(client, target, dedup_window, partition_by)
     follow_delete_rule(client, target)
-    new = additions(target, existing, columns)
+    new, modified = additions(target, existing, columns), grown(existing, columns)
     if new:
         client.command(add_columns_sql(target, new))
+    for name, kind in modified:  # ClickHouse converts the stored tuples in a mutation
+        client.command(f"ALTER TABLE {target.name} MODIFY COLUMN {quote(name)} {kind}")
+    if new or modified:
         client.command(current_view_sql(target))
-    return new
+    return new + modified
 
 
 def check_engine(client: Client, target: Target, dedup_window: int, partition_by: str = "") -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from consumer import isolate, reread, table
 from consumer.batch import PartitionBatch, Written
+from consumer.column_types import extends
 from consumer.dlq import DeadLetters
 from consumer.kafka import topic_id
 from consumer.registry import HEADER, Schemas, schema_id
@@ -53,6 +54,8 @@ class BatchWriter:
         # Every column of the schemas seen, by Delta name: a table column no schema seen has
         # is left out of inserts and reads as its default.
         self.inputs: dict[str, InputColumn] = {}
+        # Each schema's own columns, by value header: a struct is read as its schema wrote it.
+        self._own: dict[bytes, dict[str, InputColumn]] = {}
         self.nullable_tuple: bool | None = None  # asked of the server once
 
     @classmethod
@@ -91,7 +94,10 @@ class BatchWriter:
         if added:
             log.info("added columns", extra={"table": target.name, "columns": added})
         for column in input_columns(value_schema, self.nullable_tuple):
-            self.inputs[column.name] = column
+            known = self.inputs.get(column.name)
+            # An older schema's struct is read as the newer one's, its added fields missing.
+            if known is None or extends(column.input_type, known.input_type):
+                self.inputs[column.name] = column
 
     @property
     def columns(self) -> list[InputColumn]:
@@ -105,7 +111,7 @@ class BatchWriter:
             return Written(0, 0)
         self._evolve(values)
         try:
-            self.sink.insert(values, self.columns, batch.dedup_token)
+            self._insert(values, batch.dedup_token)
         except BadDataError as exc:
             log.warning(
                 "insert refused, isolating bad messages",
@@ -118,6 +124,22 @@ class BatchWriter:
             return self._isolate(batch)
         return Written(len(values), 0)
 
+    def _insert(self, values: list[bytes], token: str) -> None:
+        """One insert per value schema in values: ClickHouse fills a top-level column a
+        message lacks, not a struct's field, so each schema's structs are read as written.
+        Mostly one schema: one insert under token, without a look at each value."""
+        headers = sorted(set(map(_HEADER, values)))
+        if len(headers) == 1:
+            self.sink.insert(values, self._columns(headers[0]), token)
+            return
+        for header in headers:
+            part = [value for value in values if value[:HEADER] == header]
+            self.sink.insert(part, self._columns(header), f"{token}:{header.hex()}")
+
+    def _columns(self, header: bytes) -> list[InputColumn]:
+        own = self._own.get(header, {})
+        return [own.get(name, column) for name, column in self.inputs.items()]
+
     def _evolve(self, values: list[bytes]) -> None:
         """Step before an insert: a schema id not seen yet may bring new optional fields."""
         headers = set(map(_HEADER, values)) - self._known_headers
@@ -127,6 +149,8 @@ class BatchWriter:
             if schema is None:
                 continue  # not framed, or unknown to the registry: poison, isolated on insert
             self.prepare(schema)
+            columns = input_columns(schema, bool(self.nullable_tuple))  # prepare() asked
+            self._own[header] = {column.name: column for column in columns}
             self._known_headers.add(header)
 
     def _isolate(self, batch: PartitionBatch) -> Written:
@@ -135,9 +159,7 @@ class BatchWriter:
         poison += isolate.insert_isolating(
             good,
             # Read again with their values only (reread.messages).
-            lambda part, token: self.sink.insert(
-                [m.value() or b"" for m in part], self.columns, token
-            ),
+            lambda part, token: self._insert([m.value() or b"" for m in part], token),
         )
         for message, why in poison:
             self.dead_letters.send(message, why)

@@ -134,18 +134,41 @@ class TopicSchemas:
 
 
 def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version: int) -> None:
-    """New may only add nullable fields to old; anything else needs a resync."""
+    """New may only add nullable fields to old, at the top or at the end of a struct (in an
+    array or a map too); anything else needs a resync."""
     before = {f["name"]: f["type"] for f in old["fields"]}
     after = {f["name"]: f for f in new["fields"]}
     dropped = sorted(set(before) - set(after))
     if dropped:
         raise SchemaChangeError(table, version, f"columns {dropped} were dropped or renamed")
-    retyped = sorted(n for n, kind in before.items() if bare(after[n]["type"]) != bare(kind))
+    retyped = sorted(n for n, kind in before.items() if not extends(after[n]["type"], kind))
     if retyped:
         raise SchemaChangeError(table, version, f"columns {retyped} changed type")
     required = sorted(n for n, f in after.items() if n not in before and "default" not in f)
     if required:
         raise SchemaChangeError(table, version, f"new columns {required} are not nullable")
+
+
+def extends(new: Any, old: Any) -> bool:
+    """Whether Avro type new is old, or old with nullable fields (default null) appended to
+    its records, however deep: in unions, array items and map values."""
+    if bare(new) == bare(old):
+        return True
+    if isinstance(new, list) and isinstance(old, list):
+        return len(new) == len(old) and all(map(extends, new, old))
+    if not (isinstance(new, dict) and isinstance(old, dict)) or new["type"] != old["type"]:
+        return False
+    if new["type"] == "array":
+        return extends(new["items"], old["items"])
+    if new["type"] == "map":
+        return extends(new["values"], old["values"])
+    if new["type"] != "record" or len(new["fields"]) < len(old["fields"]):
+        return False
+    kept, added = new["fields"][: len(old["fields"])], new["fields"][len(old["fields"]) :]
+    return all(
+        n["name"] == o["name"] and extends(n["type"], o["type"])
+        for n, o in zip(kept, old["fields"], strict=True)
+    ) and all("default" in f for f in added)
 
 
 # What an Avro schema says about the bytes; properties such as connect.type or delta.name

@@ -2,7 +2,13 @@
 
 import pytest
 
-from consumer.table import add_columns_sql, additions, create_table_sql, current_view_sql
+from consumer.table import (
+    add_columns_sql,
+    additions,
+    create_table_sql,
+    current_view_sql,
+    grown,
+)
 from schemas.changes import IS_DELETED_SQL, VERSION_SQL
 from schemas.target import SchemaMismatchError, Target
 
@@ -84,3 +90,47 @@ def test_partition_by_is_written_between_the_engine_and_the_order() -> None:
         "ReplacingMergeTree(`_version`, `_is_deleted`)\nPARTITION BY toYYYYMM(day)\nORDER BY" in sql
     )
     assert "PARTITION BY" not in create_table_sql(TARGET, [("id", "Int64")], ["id"], 500)
+
+
+@pytest.mark.parametrize(
+    ("existing", "wanted"),
+    [
+        (
+            "Nullable(Tuple(street Nullable(String)))",
+            "Nullable(Tuple(`street` Nullable(String), `country` Nullable(String)))",
+        ),
+        (
+            "Array(Tuple(k String, `v)` Nullable(Int32)))",
+            "Array(Tuple(`k` String, `v)` Nullable(Int32), `w` Array(String)))",
+        ),
+        (
+            "Map(String, Tuple(a Nullable(Decimal(10, 2))))",
+            "Map(String, Tuple(`a` Nullable(Decimal(10, 2)), `b` Nullable(String)))",
+        ),
+        (
+            "Tuple(inner Tuple(a Nullable(Int32)), z Nullable(String))",
+            "Tuple(`inner` Tuple(`a` Nullable(Int32), `b` Nullable(Int64)), `z` Nullable(String))",
+        ),
+    ],
+)
+def test_a_struct_that_gained_nullable_fields_at_its_end_is_grown_in_place(
+    existing: str, wanted: str
+) -> None:
+    assert additions(TARGET, {"c": existing}, [("c", wanted)]) == []
+    assert grown({"c": existing}, [("c", wanted)]) == [("c", wanted)]
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [
+        "Nullable(Tuple(`country` Nullable(String), `street` Nullable(String)))",  # not at the end
+        "Nullable(Tuple(`street` Nullable(String), `n` Int32))",  # not nullable
+        "Nullable(Tuple(`road` Nullable(String)))",  # renamed
+    ],
+)
+def test_other_struct_changes_are_refused(wanted: str) -> None:
+    existing = {"c": "Nullable(Tuple(street Nullable(String)))"}
+
+    with pytest.raises(SchemaMismatchError, match="c is Nullable"):
+        additions(TARGET, existing, [("c", wanted)])
+    assert grown(existing, [("c", wanted)]) == []

@@ -46,3 +46,58 @@ def test_anything_but_an_added_nullable_column_needs_a_resync(
 ) -> None:
     with pytest.raises(SchemaChangeError, match=named):
         check_additive(record(("id", "long"), ("b", ["null", "int"])), new, "t", 3)
+
+
+def struct(name: str, *fields: dict[str, object]) -> dict[str, object]:
+    return {"type": "record", "name": name, "fields": list(fields)}
+
+
+STREET: dict[str, object] = {"name": "street", "type": ["null", "string"], "default": None}
+COUNTRY: dict[str, object] = {"name": "country", "type": ["null", "string"], "default": None}
+REQUIRED: dict[str, object] = {"name": "country", "type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(
+            ["null", struct("addr", STREET)],
+            ["null", struct("addr", STREET, COUNTRY)],
+            id="a nullable struct",
+        ),
+        pytest.param(
+            {"type": "array", "items": struct("item", STREET)},
+            {"type": "array", "items": struct("item", STREET, COUNTRY)},
+            id="an array of structs",
+        ),
+        pytest.param(
+            {"type": "map", "values": ["null", struct("v", STREET)]},
+            {"type": "map", "values": ["null", struct("v", STREET, COUNTRY)]},
+            id="a map's struct values",
+        ),
+        pytest.param(
+            struct("o", {"name": "inner", "type": struct("i", STREET)}),
+            struct("o", {"name": "inner", "type": struct("i", STREET, COUNTRY)}),
+            id="a struct in a struct",
+        ),
+    ],
+)
+def test_a_nullable_field_added_at_the_end_of_a_nested_struct_is_followed(
+    old: object, new: object
+) -> None:
+    check_additive(record(("id", "long"), ("c", old)), record(("id", "long"), ("c", new)), "t", 3)
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        pytest.param(["null", struct("addr", STREET, REQUIRED)], id="not nullable"),
+        pytest.param(["null", struct("addr", COUNTRY, STREET)], id="not at the end"),
+        pytest.param(["null", struct("addr", COUNTRY)], id="a field replaced"),
+    ],
+)
+def test_other_nested_changes_need_a_resync(new: object) -> None:
+    old = record(("id", "long"), ("c", ["null", struct("addr", STREET)]))
+
+    with pytest.raises(SchemaChangeError, match=r"columns \['c'\] changed type"):
+        check_additive(old, record(("id", "long"), ("c", new)), "t", 3)

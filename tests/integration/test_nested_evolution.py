@@ -1,0 +1,88 @@
+"""Fields added inside structs (a struct column, an array of structs, a map's struct values)
+are followed like added columns: by the producer, the Python consumer and the Kafka engine,
+which end equal to each other and to the Delta table."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.cli import main
+from tests.conftest import unique
+from tests.endpoints import Endpoints
+from tests.integration.consumer_support import consumer_env
+from tests.integration.test_verify import consume
+from tests.producer_helpers import publish
+from verify.check import verify
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+COLUMNS = "id BIGINT, addr STRUCT<street: STRING>, tags ARRAY<STRUCT<k: STRING>>, " + (
+    "m MAP<STRING, STRUCT<a: INT>>"
+)
+
+
+def resolved(clickhouse: Any, database: str, table: str) -> list[tuple[Any, ...]]:
+    return list(
+        clickhouse.query(
+            f"SELECT id, addr, tags, m, _version FROM `{database}`.`{table}` FINAL ORDER BY id"
+        ).result_rows
+    )
+
+
+def test_fields_added_inside_structs_reach_both_consumers_tables(
+    spark: Any,
+    endpoints: Endpoints,
+    clickhouse: Any,
+    ch_database: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = str(tmp_path / "nested")
+    table = f"delta.`{path}`"
+    spark.sql(
+        f"CREATE TABLE {table} ({COLUMNS}) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    spark.sql(
+        f"INSERT INTO {table} VALUES (1, named_struct('street', 's1'), "
+        "array(named_struct('k', 'k1')), map('x', named_struct('a', 1))), "
+        "(2, named_struct('street', 's2'), array(), map())"
+    )
+    topic = unique("nested")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=1)
+    consume(endpoints, path, topic, ch_database, table="by_python")
+    consumer_env(monkeypatch, endpoints, ch_database)
+    engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
+    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+
+    spark.sql(
+        f"ALTER TABLE {table} ADD COLUMNS (addr.country STRING, tags.element.w STRING, "
+        "m.value.b STRING)"
+    )
+    spark.sql(
+        f"INSERT INTO {table} VALUES (3, named_struct('street', 's3', 'country', 'fr'), "
+        "array(named_struct('k', 'k3', 'w', 'w3')), "
+        "map('y', named_struct('a', 3, 'b', 'b3')))"
+    )
+    spark.sql(f"UPDATE {table} SET addr.country = 'de' WHERE id = 1")
+    last = spark.sql(f"DESCRIBE HISTORY {table}").agg({"version": "max"}).first()[0]
+    publish(spark, endpoints, path, "id", topic=topic, until_version=last)
+    settings = consume(endpoints, path, topic, ch_database, table="by_python")
+    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+
+    report = verify(settings)
+    assert report.equal, report.render()
+    by_python = resolved(clickhouse, ch_database, "by_python")
+    deadline = time.monotonic() + 90
+    while resolved(clickhouse, ch_database, "by_kafka") != by_python:
+        assert time.monotonic() < deadline, "the Kafka engine's table is not the consumer's"
+        time.sleep(0.5)
+    # A new subscriber reads both schemas' messages in its batches: the same table again.
+    consume(endpoints, path, topic, ch_database, table="by_replay")
+    assert resolved(clickhouse, ch_database, "by_replay") == by_python
+    addresses = {row[0]: row[1] for row in by_python}
+    assert addresses[1] == {"street": "s1", "country": "de"}
+    assert addresses[3] == {"street": "s3", "country": "fr"}
