@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from schemas.clickhouse import split_type, tuple_element
+
 WRAPPERS = ("Nullable", "Array", "LowCardinality")
 
 
@@ -18,8 +20,8 @@ def extends(new: str, old: str) -> bool:
     """new is old, or old with nullable tuple elements appended (see the module)."""
     if _plain(new) == _plain(old):
         return True
-    new_head, new_args = _split(new)
-    old_head, old_args = _split(old)
+    new_head, new_args = split_type(new)
+    old_head, old_args = split_type(old)
     if new_head != old_head or not new_args or not old_args:
         return False
     if new_head in WRAPPERS:
@@ -28,9 +30,9 @@ def extends(new: str, old: str) -> bool:
         return _plain(new_args[0]) == _plain(old_args[0]) and extends(new_args[1], old_args[1])
     if new_head != "Tuple" or len(new_args) < len(old_args):
         return False
-    kept = [_element(arg) for arg in new_args[: len(old_args)]]
-    old_elements = [_element(arg) for arg in old_args]
-    added = [_element(arg)[1] for arg in new_args[len(old_args) :]]
+    kept = [tuple_element(arg) for arg in new_args[: len(old_args)]]
+    old_elements = [tuple_element(arg) for arg in old_args]
+    added = [tuple_element(arg)[1] for arg in new_args[len(old_args) :]]
     return all(
         n_name == o_name and extends(n_type, o_type)
         for (n_name, n_type), (o_name, o_type) in zip(kept, old_elements, strict=True)
@@ -39,38 +41,3 @@ def extends(new: str, old: str) -> bool:
 
 def _plain(kind: str) -> str:
     return re.sub(r"[\s`]", "", kind)
-
-
-def _split(kind: str) -> tuple[str, list[str]]:
-    """`Head(a, b)` as ("Head", ["a", "b"]); arguments split at top-level commas."""
-    kind = kind.strip()
-    opened = kind.find("(")
-    if opened < 0 or not kind.endswith(")"):
-        return kind, []
-    args, depth, quote, start = [], 0, "", opened + 1
-    for i in range(opened + 1, len(kind) - 1):
-        char = kind[i]
-        if quote:
-            quote = "" if char == quote and kind[i - 1] != "\\" else quote
-        elif char in "`'":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "," and depth == 0:
-            args.append(kind[start:i].strip())
-            start = i + 1
-    args.append(kind[start : len(kind) - 1].strip())
-    return kind[:opened], args
-
-
-def _element(arg: str) -> tuple[str, str]:
-    """A named tuple element `name Type` (the name maybe backquoted) as (name, Type)."""
-    if arg.startswith("`"):
-        end = 1
-        while arg[end] != "`" or arg[end - 1] == "\\":
-            end += 1
-        return arg[1:end], arg[end + 1 :].strip()
-    name, _, kind = arg.partition(" ")
-    return name, kind.strip()

@@ -130,3 +130,44 @@ def input_columns(value_schema: dict[str, Any], nullable_tuple: bool = True) -> 
             expression = f"CAST({expression}, {literal(positional)})"
         out.append(InputColumn(delta_name(field), field["name"], read, expression))
     return out
+
+
+def split_type(kind: str) -> tuple[str, list[str]]:
+    """`Map(String, Array(Int64))` → ("Map", ["String", "Array(Int64)"]): the arguments
+    split at commas outside parentheses and quotes."""
+    kind = kind.strip()
+    if not kind.endswith(")") or "(" not in kind:
+        return kind, []
+    name, _, body = kind.partition("(")
+    parts: list[str] = []
+    depth, start, quote_char = 0, 0, ""
+    body = body[:-1]
+    for i, char in enumerate(body):
+        if quote_char:
+            quote_char = "" if char == quote_char and body[i - 1] != "\\" else quote_char
+        elif char in "'`":
+            quote_char = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(body[start:i].strip())
+            start = i + 1
+    parts.append(body[start:].strip())
+    return name.strip(), parts
+
+
+def tuple_element(element: str) -> tuple[str | None, str]:
+    """A Tuple element, `name Type` or just `Type`, as (name or None, Type); a name may be
+    backquoted."""
+    element = element.strip()
+    if element.startswith("`"):
+        end = 1
+        while element[end] != "`":
+            end += 2 if element[end] == "\\" else 1
+        return element[1:end], element[end + 1 :].strip()
+    head, _, rest = element.partition(" ")
+    if rest and "(" not in head:
+        return head, rest.strip()
+    return None, element

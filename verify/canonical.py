@@ -9,16 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schemas.clickhouse import quote
-
-
-def split_type(kind: str) -> tuple[str, list[str]]:
-    """`Map(String, Array(Int64))` → ("Map", ["String", "Array(Int64)"])."""
-    kind = kind.strip()
-    if not kind.endswith(")") or "(" not in kind:
-        return kind, []
-    name, _, body = kind.partition("(")
-    return name.strip(), _top_level(body[:-1])
+from schemas.clickhouse import quote, split_type, tuple_element
 
 
 def canonical(expr: str, kind: str, depth: int = 0) -> str:
@@ -41,7 +32,8 @@ def canonical(expr: str, kind: str, depth: int = 0) -> str:
     if name == "Tuple":
         elements = [f"tupleElement({expr}, {i})" for i in range(1, len(args) + 1)]
         parts = [
-            canonical(e, _element_type(a), depth + 1) for e, a in zip(elements, args, strict=True)
+            canonical(e, tuple_element(a)[1], depth + 1)
+            for e, a in zip(elements, args, strict=True)
         ]
         return expr if parts == elements else f"tuple({', '.join(parts)})"
     return expr  # scalars and Nullable(scalar): the column type is the canonical form
@@ -57,44 +49,10 @@ def _holds_list(kind: str) -> bool:
     name, args = split_type(kind)
     if name in ("Array", "Map"):
         return True
-    return any(_holds_list(_element_type(arg)) for arg in args if name in ("Nullable", "Tuple"))
+    return any(_holds_list(tuple_element(arg)[1]) for arg in args if name in ("Nullable", "Tuple"))
 
 
 def row_hash(columns: Sequence[tuple[str, str]]) -> str:
     """One UInt64 per row over all columns; NULL hashes differently from any value."""
     parts = ", ".join(canonical(quote(name), kind) for name, kind in columns)
     return f"cityHash64(tuple({parts}))"
-
-
-def _element_type(element: str) -> str:
-    """A Tuple element is `name Type` or just `Type`; names may be backquoted."""
-    element = element.strip()
-    if element.startswith("`"):
-        end = 1
-        while element[end] != "`":
-            end += 2 if element[end] == "\\" else 1
-        return element[end + 1 :].strip()
-    head, _, rest = element.partition(" ")
-    if rest and "(" not in head:
-        return rest.strip()
-    return element
-
-
-def _top_level(body: str) -> list[str]:
-    """Split on commas outside parentheses and quotes."""
-    parts: list[str] = []
-    depth, start, quote_char = 0, 0, ""
-    for i, char in enumerate(body):
-        if quote_char:
-            quote_char = "" if char == quote_char and body[i - 1] != "\\" else quote_char
-        elif char in "'`":
-            quote_char = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(body[start:i].strip())
-            start = i + 1
-    parts.append(body[start:].strip())
-    return parts

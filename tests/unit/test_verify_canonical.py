@@ -2,7 +2,8 @@
 
 import pytest
 
-from verify.canonical import canonical, emptied, row_hash, split_type
+from schemas.clickhouse import split_type
+from verify.canonical import canonical, emptied, row_hash
 
 
 @pytest.mark.parametrize(
