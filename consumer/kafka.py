@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer.errors import CommitRefusedError, TopicRefusedError
@@ -109,8 +109,6 @@ def ensure_topic(
 def topic_id(client_config: Mapping[str, Any], topic: str) -> str:
     """Kafka's id of the topic (KIP-516): a topic deleted and created again under the same
     name gets a new one, and its offsets start at 0 again."""
-    from confluent_kafka import TopicCollection
-
     admin = AdminClient(dict(client_config))
     future = admin.describe_topics(TopicCollection([topic]), request_timeout=30)[topic]
     try:
