@@ -105,17 +105,21 @@ class _Chunks:
         self.source, self.ranges, self.course = source, ranges, course
         self.table, self.steps = source.table, steps
 
-    def span(self, span: Span) -> Iterator[Slice]:
+    def span(self, span: Span, known: TableSchema | None = None) -> Iterator[Slice]:
+        """span's slices; known: its schema, when it is one part of a span that changes."""
         began, step = time.monotonic(), self.steps.step
         with step("row_estimates"):
             estimates = self.source.row_estimates(span.first, span.last, span.head)
         rows = sum(n or 0 for n in estimates.values())
         in_pool(self.source.spark, HISTORY if rows > HISTORY_ROWS else FOLLOW)
         with step("schemas"):
-            schema = self.ranges.of_range(span.first, span.last)  # None: changes in the span
-        if schema is not None:
-            with step("row_width"):
-                self._learn_width(span, estimates, schema)
+            schema = known or self.ranges.of_range(span.first, span.last)  # None: it changes
+        if schema is None:  # each part of one schema read alone
+            for first, last in self.ranges.parts(span.first, span.last):
+                yield from self.span(Span(first, last, span.head), self.ranges.at(last))
+            return
+        with step("row_width"):
+            self._learn_width(span, estimates, schema)
         planning_s = time.monotonic() - began
         for chunk in self.course.chunks(span, estimates):  # plan
             yield from self._chunk(chunk, schema, span.head, planning_s)

@@ -135,7 +135,7 @@ class TopicSchemas:
 
 def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version: int) -> None:
     """New may only add nullable fields to old, at the top or at the end of a struct (in an
-    array or a map too); anything else needs a resync."""
+    array or a map too), or widen a column's type; anything else needs a resync."""
     before = {f["name"]: f["type"] for f in old["fields"]}
     after = {f["name"]: f for f in new["fields"]}
     dropped = sorted(set(before) - set(after))
@@ -149,10 +149,15 @@ def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version
         raise SchemaChangeError(table, version, f"new columns {required} are not nullable")
 
 
+# Delta's type widenings that Avro reads as promotions (byte and short are Avro ints too).
+PROMOTIONS = frozenset({("int", "long"), ("int", "double"), ("float", "double")})
+
+
 def extends(new: Any, old: Any) -> bool:
-    """Whether Avro type new is old, or old with nullable fields (default null) appended to
-    its records, however deep: in unions, array items and map values."""
-    if bare(new) == bare(old):
+    """Whether Avro type new is old, old widened (PROMOTIONS, a decimal with more digits on
+    either side of the point), or old with nullable fields (default null) appended to its
+    records, however deep: in unions, array items and map values."""
+    if bare(new) == bare(old) or _widens(bare(new), bare(old)):
         return True
     if isinstance(new, list) and isinstance(old, list):
         return len(new) == len(old) and all(map(extends, new, old))
@@ -169,6 +174,16 @@ def extends(new: Any, old: Any) -> bool:
         n["name"] == o["name"] and extends(n["type"], o["type"])
         for n, o in zip(kept, old["fields"], strict=True)
     ) and all("default" in f for f in added)
+
+
+def _widens(new: Any, old: Any) -> bool:
+    if isinstance(new, str) and isinstance(old, str):
+        return (old, new) in PROMOTIONS
+    decimal = isinstance(new, dict) and isinstance(old, dict)
+    if not decimal or new.get("logicalType") != "decimal" or old.get("logicalType") != "decimal":
+        return False
+    scale, old_scale = new.get("scale", 0), old.get("scale", 0)
+    return bool(scale >= old_scale and new["precision"] - scale >= old["precision"] - old_scale)
 
 
 # What an Avro schema says about the bytes; properties such as connect.type or delta.name

@@ -65,6 +65,28 @@ class RangeSchemas:
         start = before if before is not None else self._lookup(first)
         return end if start == end else None
 
+    def parts(self, first: int, last: int) -> list[tuple[int, int]]:
+        """first..last cut where the schema changes, each part of one schema (as far as
+        equal ends tell): Delta reads no Change Data Feed across a type widening, and a
+        range is read in the schema of its last version. Found by bisection."""
+        schemas: dict[int, TableSchema] = {}
+
+        def at(version: int) -> TableSchema:
+            if version not in schemas:
+                schemas[version] = self._lookup(version)
+            return schemas[version]
+
+        def changes(low: int, high: int) -> list[int]:  # versions in (low, high] that change
+            if at(low) == at(high):
+                return []
+            if high == low + 1:
+                return [high]
+            middle = (low + high) // 2
+            return changes(low, middle) + changes(middle, high)
+
+        starts = [first, *changes(first, last)]
+        return [(a, b - 1) for a, b in zip(starts, [*starts[1:], last + 1], strict=True)]
+
     def for_chunk(self, chunk: Chunk, range_schema: TableSchema | None) -> TableSchema:
         """The schema chunk is read with, registered; a range whose schema changed has each
         chunk's ends checked (and registered) instead."""

@@ -69,7 +69,7 @@ def test_tables_of_earlier_releases_keep_their_wider_types(older: str, wanted: s
 @pytest.mark.parametrize(
     ("existing", "wanted", "named"),
     [
-        ({"id": "Int64", "n": "Int32"}, [("id", "Int64"), ("n", "Int64")], "n is Int32 in the"),
+        ({"id": "Int64", "n": "String"}, [("id", "Int64"), ("n", "Int64")], "n is String in the"),
         ({"id": "Int64"}, [("id", "Int64"), ("n", "Int64")], "n Int64 is new and not nullable"),
         ({"id": "Int64", "n": "Int64"}, [("id", "Int64")], "n Int64 is in the table, not in"),
     ],
@@ -134,3 +134,29 @@ def test_other_struct_changes_are_refused(wanted: str) -> None:
     with pytest.raises(SchemaMismatchError, match="c is Nullable"):
         additions(TARGET, existing, [("c", wanted)])
     assert grown(existing, [("c", wanted)]) == []
+
+
+@pytest.mark.parametrize(
+    ("existing", "wanted"),
+    [
+        ("Int8", "Int16"),
+        ("Nullable(Int32)", "Nullable(Int64)"),
+        ("Float32", "Float64"),
+        ("Nullable(Int16)", "Nullable(Float64)"),
+        ("Decimal(5, 2)", "Decimal(8, 3)"),
+        ("Array(Nullable(Int32))", "Array(Nullable(Int64))"),
+    ],
+)
+def test_a_type_delta_widened_is_widened_in_place(existing: str, wanted: str) -> None:
+    assert additions(TARGET, {"c": existing}, [("c", wanted)]) == []
+    assert grown({"c": existing}, [("c", wanted)]) == [("c", wanted)]
+
+
+def test_an_older_schemas_narrower_type_is_read_into_the_wider_column() -> None:
+    assert additions(TARGET, {"c": "Int64"}, [("c", "Int32")]) == []
+    assert grown({"c": "Int64"}, [("c", "Int32")]) == []
+
+
+def test_a_decimal_with_fewer_digits_before_the_point_is_refused() -> None:
+    with pytest.raises(SchemaMismatchError, match="c is Decimal"):
+        additions(TARGET, {"c": "Decimal(5, 2)"}, [("c", "Decimal(5, 3)")])

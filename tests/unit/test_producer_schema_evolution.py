@@ -37,7 +37,7 @@ def test_properties_a_later_release_adds_are_not_a_change() -> None:
     ("new", "named"),
     [
         (record(("id", "long")), "dropped or renamed"),
-        (record(("id", "long"), ("b", ["null", "long"])), "changed type"),
+        (record(("id", "long"), ("b", ["null", "string"])), "changed type"),
         (record(("id", "long"), ("b", ["null", "int"]), ("c", "int")), "not nullable"),
     ],
 )
@@ -101,3 +101,32 @@ def test_other_nested_changes_need_a_resync(new: object) -> None:
 
     with pytest.raises(SchemaChangeError, match=r"columns \['c'\] changed type"):
         check_additive(old, record(("id", "long"), ("c", new)), "t", 3)
+
+
+DECIMAL_5_2 = {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 2}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "followed"),
+    [
+        ("int", "long", True),
+        ({"type": "int", "connect.type": "int8"}, {"type": "int", "connect.type": "int16"}, True),
+        ("float", "double", True),
+        ("int", "double", True),
+        (DECIMAL_5_2, {**DECIMAL_5_2, "precision": 8, "scale": 3}, True),
+        ("long", "int", False),
+        ("double", "float", False),
+        (DECIMAL_5_2, {**DECIMAL_5_2, "precision": 5, "scale": 3}, False),
+    ],
+)
+def test_a_type_delta_widened_is_followed_and_a_narrowing_needs_a_resync(
+    old: object, new: object, followed: bool
+) -> None:
+    before = record(("id", "long"), ("c", ["null", old]))
+    after = record(("id", "long"), ("c", ["null", new]))
+
+    if followed:
+        check_additive(before, after, "t", 3)
+    else:
+        with pytest.raises(SchemaChangeError, match="changed type"):
+            check_additive(before, after, "t", 3)
