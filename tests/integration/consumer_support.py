@@ -4,6 +4,7 @@ them, and consumer settings pointing at the test services."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -123,3 +124,27 @@ def consumer_env(monkeypatch: pytest.MonkeyPatch, endpoints: Endpoints, database
         "CONSUMER__REGISTRY_URL_FOR_CLICKHOUSE": endpoints.registry_for_clickhouse,
     }.items():
         monkeypatch.setenv(f"CDFBRIDGE_{name}", value)
+
+
+def resolved(clickhouse: Any, database: str, table: str, columns: str) -> list[tuple[Any, ...]]:
+    """Every key's last change as FINAL keeps it (deleted or not): columns, then _version
+    and _is_deleted, ordered by the columns."""
+    return list(
+        clickhouse.query(
+            f"SELECT {columns}, _version, _is_deleted FROM `{database}`.`{table}` FINAL "
+            f"ORDER BY {columns}"
+        ).result_rows
+    )
+
+
+def wait_until_resolved_as(
+    clickhouse: Any, database: str, table: str, other: str, columns: str
+) -> list[tuple[Any, ...]]:
+    """Until table (the Kafka engine's) resolves as other does, for 90 s at most; returns
+    other's rows. The engine's committed offsets never reach a transactional topic's end
+    (its last offset is a commit marker), so its table is what tells."""
+    wanted, deadline = resolved(clickhouse, database, other, columns), time.monotonic() + 90
+    while resolved(clickhouse, database, table, columns) != wanted:
+        assert time.monotonic() < deadline, f"{table} does not resolve as {other} after 90 s"
+        time.sleep(0.5)
+    return wanted

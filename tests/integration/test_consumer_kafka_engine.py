@@ -17,6 +17,7 @@ from tests.integration.consumer_support import (
     order,
     orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
     settings,
+    wait_until_resolved_as,
     with_column,
 )
 
@@ -135,12 +136,8 @@ def test_kafka_engine_tables_follow_an_added_column_and_read_its_rows_again(
     assert main([*one, "kafka-engine-ddl", "--apply"]) == 0
     Pipeline(settings(endpoints, topic, ch_database, table="by_python"), until_caught_up=True).run()
 
-    resolved = "SELECT id, name, amount, note, _version, _is_deleted FROM {t} FINAL ORDER BY id"
-    by_python = clickhouse.query(resolved.format(t=f"`{ch_database}`.by_python")).result_rows
-    deadline = time.monotonic() + 90
-    while clickhouse.query(resolved.format(t=f"`{ch_database}`.by_kafka")).result_rows != by_python:
-        assert time.monotonic() < deadline, "the Kafka engine's table is not the consumer's"
-        time.sleep(0.5)
+    columns = "id, name, amount, note"
+    by_python = wait_until_resolved_as(clickhouse, ch_database, "by_kafka", "by_python", columns)
     notes = {row[0]: row[3] for row in by_python}
     assert (notes[0], notes[5], notes[12]) == ("later", None, "new 12")
     capsys.readouterr()

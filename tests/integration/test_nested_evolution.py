@@ -4,7 +4,6 @@ which end equal to each other and to the Delta table."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +12,16 @@ import pytest
 from consumer.cli import main
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env
+from tests.integration.consumer_support import consumer_env, resolved, wait_until_resolved_as
 from tests.integration.test_verify import consume
 from tests.producer_helpers import publish
 from verify.check import verify
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-COLUMNS = "id BIGINT, addr STRUCT<street: STRING>, tags ARRAY<STRUCT<k: STRING>>, " + (
+SCHEMA = "id BIGINT, addr STRUCT<street: STRING>, tags ARRAY<STRUCT<k: STRING>>, " + (
     "m MAP<STRING, STRUCT<a: INT>>"
 )
-
-
-def resolved(clickhouse: Any, database: str, table: str) -> list[tuple[Any, ...]]:
-    return list(
-        clickhouse.query(
-            f"SELECT id, addr, tags, m, _version FROM `{database}`.`{table}` FINAL ORDER BY id"
-        ).result_rows
-    )
+COLUMNS = "id, addr, tags, m"
 
 
 def test_fields_added_inside_structs_reach_both_consumers_tables(
@@ -43,7 +35,7 @@ def test_fields_added_inside_structs_reach_both_consumers_tables(
     path = str(tmp_path / "nested")
     table = f"delta.`{path}`"
     spark.sql(
-        f"CREATE TABLE {table} ({COLUMNS}) USING delta "
+        f"CREATE TABLE {table} ({SCHEMA}) USING delta "
         "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
     )
     spark.sql(
@@ -75,14 +67,10 @@ def test_fields_added_inside_structs_reach_both_consumers_tables(
 
     report = verify(settings)
     assert report.equal, report.render()
-    by_python = resolved(clickhouse, ch_database, "by_python")
-    deadline = time.monotonic() + 90
-    while resolved(clickhouse, ch_database, "by_kafka") != by_python:
-        assert time.monotonic() < deadline, "the Kafka engine's table is not the consumer's"
-        time.sleep(0.5)
+    by_python = wait_until_resolved_as(clickhouse, ch_database, "by_kafka", "by_python", COLUMNS)
     # A new subscriber reads both schemas' messages in its batches: the same table again.
     consume(endpoints, path, topic, ch_database, table="by_replay")
-    assert resolved(clickhouse, ch_database, "by_replay") == by_python
+    assert resolved(clickhouse, ch_database, "by_replay", COLUMNS) == by_python
     addresses = {row[0]: row[1] for row in by_python}
     assert addresses[1] == {"street": "s1", "country": "de"}
     assert addresses[3] == {"street": "s3", "country": "fr"}

@@ -4,7 +4,6 @@ that commit, in the Python consumer's table and the Kafka engine's alike, with a
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 from consumer.cli import main
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env
+from tests.integration.consumer_support import consumer_env, wait_until_resolved_as
 from tests.integration.test_verify import consume
 from tests.producer_helpers import changes, publish, read_topic
 from verify.check import verify
@@ -67,25 +66,6 @@ def rewritten(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, int]:
     return path, write_rewrites(path)
 
 
-def resolved(clickhouse: Any, database: str, table: str) -> list[tuple[Any, ...]]:
-    """Every key's last change: what FINAL keeps, deleted or not."""
-    return list(
-        clickhouse.query(
-            f"SELECT region, id, name, _version, _is_deleted FROM `{database}`.`{table}` FINAL "
-            "ORDER BY region, id"
-        ).result_rows
-    )
-
-
-def wait_until_equal(clickhouse: Any, database: str, table: str, other: str) -> None:
-    """Until the Kafka engine's table resolves as the other does (its group's committed
-    offsets never reach a transactional topic's end, whose last offset is a commit marker)."""
-    deadline, wanted = time.monotonic() + 90, resolved(clickhouse, database, other)
-    while resolved(clickhouse, database, table) != wanted:
-        assert time.monotonic() < deadline, f"{table} does not resolve as {other} after 90 s"
-        time.sleep(0.5)
-
-
 def current_keys(clickhouse: Any, database: str, table: str) -> set[tuple[str, int]]:
     rows = clickhouse.query(f"SELECT region, id FROM `{database}`.`{table}_current`").result_rows
     return {(region, int(i)) for region, i in rows}
@@ -111,7 +91,7 @@ def test_rewritten_keys_leave_no_old_key_in_either_consumers_table(
     consumer_env(monkeypatch, endpoints, ch_database)
     ddl = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
     assert main([*ddl, "kafka-engine-ddl", "--apply"]) == 0
-    wait_until_equal(clickhouse, ch_database, "by_kafka", "by_python")
+    wait_until_resolved_as(clickhouse, ch_database, "by_kafka", "by_python", "region, id, name")
 
     report = verify(settings)
     delta = DeltaTable(path).to_pyarrow_table().select(["region", "id"]).to_pylist()

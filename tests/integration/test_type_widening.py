@@ -5,7 +5,6 @@ narrowing (only a rewrite of the table can make one) still stops the producer.""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +13,19 @@ import pytest
 from consumer.cli import main
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env
+from tests.integration.consumer_support import consumer_env, resolved, wait_until_resolved_as
 from tests.integration.test_verify import consume
 from tests.producer_helpers import publish
 from verify.check import verify
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
+COLUMNS = "id, i, b, f, d"
 WIDENINGS = (
     "ALTER COLUMN i TYPE BIGINT",
     "ALTER COLUMN b TYPE SMALLINT",
     "ALTER COLUMN f TYPE DOUBLE",
     "ALTER COLUMN d TYPE DECIMAL(8, 3)",
 )
-
-
-def resolved(clickhouse: Any, database: str, table: str) -> list[tuple[Any, ...]]:
-    return list(
-        clickhouse.query(
-            f"SELECT id, i, b, f, d, _version FROM `{database}`.`{table}` FINAL ORDER BY id"
-        ).result_rows
-    )
 
 
 def test_widened_types_are_followed_by_both_consumers(
@@ -71,11 +63,7 @@ def test_widened_types_are_followed_by_both_consumers(
 
     report = verify(settings)
     assert report.equal, report.render()
-    by_python = resolved(clickhouse, ch_database, "by_python")
-    deadline = time.monotonic() + 90
-    while resolved(clickhouse, ch_database, "by_kafka") != by_python:
-        assert time.monotonic() < deadline, "the Kafka engine's table is not the consumer's"
-        time.sleep(0.5)
+    by_python = wait_until_resolved_as(clickhouse, ch_database, "by_kafka", "by_python", COLUMNS)
     consume(endpoints, path, topic, ch_database, table="by_replay")  # both types in one read
-    assert resolved(clickhouse, ch_database, "by_replay") == by_python
+    assert resolved(clickhouse, ch_database, "by_replay", COLUMNS) == by_python
     assert {row[0]: row[1] for row in by_python}[1] == 5_000_000_000
