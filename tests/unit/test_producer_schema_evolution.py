@@ -4,6 +4,7 @@ import pytest
 
 from producer.errors import SchemaChangeError
 from producer.registry import check_additive
+from producer.table_schemas import RangeSchemas
 
 
 def record(*fields: tuple[str, object]) -> dict[str, object]:
@@ -130,3 +131,28 @@ def test_a_type_delta_widened_is_followed_and_a_narrowing_needs_a_resync(
     else:
         with pytest.raises(SchemaChangeError, match="changed type"):
             check_additive(before, after, "t", 3)
+
+
+@pytest.mark.parametrize(
+    ("changes_at", "parts"),
+    [
+        ([], [(3, 40)]),
+        ([4], [(3, 3), (4, 40)]),
+        ([40], [(3, 39), (40, 40)]),
+        ([10, 11, 30], [(3, 9), (10, 10), (11, 29), (30, 40)]),
+    ],
+)
+def test_a_span_is_cut_where_its_schema_changes(
+    changes_at: list[int], parts: list[tuple[int, int]]
+) -> None:
+    """Versions 3..40; the schema is the number of changes at or before each version."""
+    looked_up: list[int] = []
+
+    def schema_at(version: int) -> dict[str, object]:
+        looked_up.append(version)
+        return {"changes": sum(at <= version for at in changes_at)}
+
+    ranges = RangeSchemas(schema_at, None, ["id"], False)  # type: ignore[arg-type]
+
+    assert ranges.parts(3, 40) == parts
+    assert len(looked_up) <= 2 + 2 * len(changes_at) * 6  # a bisection, not a scan
