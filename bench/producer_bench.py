@@ -38,11 +38,12 @@ from producer.follow import follow
 from producer.generate import SCHEMA
 from producer.publish import Publisher
 from producer.registry import TopicSchemas
-from producer.run import APP_NAME, BATCH_ROWS
+from producer.run import APP_NAME
 from producer.settings import ProducerSettings
 from producer.slices import Slice
 from producer.source import DeltaSource
 from producer.topics import ensure_topics
+from producer.transactions import BATCH_ROWS
 from schemas.spark_session import session_for
 
 INSERT_BATCH = 250_000

@@ -32,6 +32,7 @@ from producer.spark_errors import lost_driver, reading
 from producer.startup import Waterfall
 from producer.table_schemas import RangeSchemas, TableSchema
 from schemas.column_policy import ColumnPolicy
+from schemas.progress import Part
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,10 +46,11 @@ def follow(
     snapshot_at: int | None,
     stop: threading.Event,
     steps: Waterfall | None = None,
+    resume: Part | None = None,
 ) -> Iterator[Slice]:
-    """Slices of every change from version start on (after the snapshot at snapshot_at, if
-    any), until --until-version is published or stop is set while polling; steps: the
-    start-up steps it takes, logged."""
+    """Slices of every change from version start on (after the rest of a version published
+    in parts, `resume`, and the snapshot at snapshot_at, if any), until --until-version is
+    published or stop is set while polling; steps: the start-up steps it takes, logged."""
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
@@ -70,6 +72,8 @@ def follow(
 
     try:
         ranges.check_policy(source.latest_version())  # the columns it names are the table's
+        if resume is not None:
+            yield from chunks.resume(resume)
         if snapshot_at is not None:
             yield from chunks.snapshot(snapshot_at)
         for span in spans(course, head, wait):
@@ -128,13 +132,30 @@ class _Chunks:
     def snapshot(self, version: int) -> Iterator[Slice]:
         """The table's state at version, as changes of that version."""
         began = time.monotonic()
+        frame, schema = self._snapshot(version)
+        chunk = self._sized(frame, Chunk(version, version, sized=False, snapshot=True), schema)
+        yield from self._slices(frame, chunk, version, began)
+
+    def resume(self, part: Part) -> Iterator[Slice]:
+        """The slices of a version published in parts that follow those published, cut as
+        they were (part.slices key-hash slices)."""
+        began = time.monotonic()
+        chunk = Chunk(part.first, part.last, part.slices, snapshot=part.snapshot)
+        if part.snapshot:
+            frame, _ = self._snapshot(part.first)
+        else:
+            in_pool(self.source.spark, HISTORY)
+            self.ranges.for_chunk(chunk, None)
+            with reading(self.table, chunk.first, chunk.last):
+                frame = self.source.changes(chunk.first, chunk.last)
+        yield from self._slices(frame, chunk, part.last, began, start=part.done + 1)
+
+    def _snapshot(self, version: int) -> tuple[DataFrame, TableSchema]:
         in_pool(self.source.spark, HISTORY)
         schema = self.ranges.at(version)
         self.ranges.use(version, schema)
         state = self.source.snapshot(version)
-        frame = snapshot_changes(state, version, self.source.commit_timestamp(version))
-        chunk = self._sized(frame, Chunk(version, version, sized=False), schema)
-        yield from self._slices(frame, chunk, version, began)
+        return snapshot_changes(state, version, self.source.commit_timestamp(version)), schema
 
     def _learn_width(self, span: Span, estimates: Estimates, schema: TableSchema) -> None:
         """Sample the changes of one version before the first chunk is planned. Checked and
@@ -166,11 +187,13 @@ class _Chunks:
             self._sample(frame, schema)
         return self.course.sized(chunk, frame.count())
 
-    def _slices(self, frame: DataFrame, chunk: Chunk, head: int, began: float) -> Iterator[Slice]:
+    def _slices(
+        self, frame: DataFrame, chunk: Chunk, head: int, began: float, start: int = 0
+    ) -> Iterator[Slice]:
         encoding = self.ranges.encoding()
-        parts = encoded_slices(frame, chunk.slices, encoding, self.table)  # encode, slice
+        parts = encoded_slices(frame, chunk.slices, encoding, self.table, start)  # encode, slice
         read_began = time.monotonic()
-        for index, rows in enumerate(parts):
+        for index, rows in enumerate(parts, start):
             self.steps.log("slice_read", time.monotonic() - read_began)  # scan, encode, collect
             self.course.width.learn(rows.nbytes, len(rows))
             yield Slice(chunk, index, rows, time.monotonic() - began, head)

@@ -18,6 +18,7 @@ class Chunk:
     last: int  # last Delta version, inclusive
     slices: int = 1  # >1 only for a single version too big for one read
     sized: bool = True  # False: one version the history gave no row count for
+    snapshot: bool = False  # the table's state at `first`, not its changes
 
     def __str__(self) -> str:
         versions = f"{self.first}" if self.first == self.last else f"{self.first}-{self.last}"

@@ -18,7 +18,7 @@ from producer.errors import MessageTooLargeError, client_limit, topic_limit
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from schemas.errors import CdfBridgeError
 from schemas.kafka_errors import build, passing
-from schemas.progress import Position, Progress
+from schemas.progress import Part, Position, Progress
 from schemas.retry import retrying
 from schemas.service_errors import UnreachableError
 from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
@@ -86,9 +86,14 @@ class Publisher:
             raise UnreachableError("Kafka", self.bootstrap, attempt, str(exc)) from exc
 
     def publish(
-        self, batches: Iterable[pa.RecordBatch], last_version: int, stop: Callable[[], bool]
+        self,
+        batches: Iterable[pa.RecordBatch],
+        last_version: int | None,
+        stop: Callable[[], bool],
+        part: Part | None = None,
     ) -> int | None:
-        """Send batches and the progress record in one transaction; rows sent, None if aborted.
+        """Send batches and the progress record (last_version whole, and part of the next
+        one if `part`) in one transaction; rows sent, None if aborted.
 
         stop() is asked between batches: when it turns true the transaction is aborted.
         """
@@ -102,16 +107,17 @@ class Publisher:
                     producer.abort_transaction(30)
                     return None
                 rows += self._send(batch)
-            self._produce(self.progress.topic, *self.progress.record(last_version))
+            self._produce(self.progress.topic, *self.progress.record(last_version, part))
             producer.commit_transaction(60)
             return rows
         except KafkaException as exc:
-            doing = f"publishing the chunk up to version {last_version} to {self.topic}"
+            upto = part.last if part is not None else last_version
+            doing = f"publishing the chunk up to version {upto} to {self.topic}"
             self._raise_if_fatal(exc, doing)
             if error_of(exc).txn_requires_abort():
                 self._abort()
             self._producer.poll(0)  # serves the delivery report naming the refused message
-            refused = self._broker_refused(last_version, error_of(exc))
+            refused = self._broker_refused(upto, error_of(exc))
             raise refused or self._failure(exc, doing) from exc
         except BaseException:
             # Never leave part of a chunk to be committed by a later transaction.
@@ -157,7 +163,9 @@ class Publisher:
         if too_large and self._refused is None:
             self._refused = message
 
-    def _broker_refused(self, last_version: int, raised: KafkaError) -> MessageTooLargeError | None:
+    def _broker_refused(
+        self, last_version: int | None, raised: KafkaError
+    ) -> MessageTooLargeError | None:
         """The message the broker refused as too large, named (by its key once its delivery
         report is in, else as one of the chunk's), or None."""
         refused = self._refused

@@ -21,10 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import pyarrow as pa
 
 from producer import metrics
 from producer.encode import describe_key
@@ -38,6 +35,7 @@ from producer.slices import Slice
 from producer.source import DeltaSource
 from producer.start import check_identity, starting_point
 from producer.startup import KafkaSide, Waterfall, discard, kafka_side_in_thread, since_start_s
+from producer.transactions import Tally, publish_chunk
 from schemas.errors import CdfBridgeError
 from schemas.progress import Identity
 from schemas.spark_session import session_for
@@ -46,7 +44,6 @@ from schemas.storage_errors import storage_error
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-BATCH_ROWS = 65_536
 APP_NAME = "cdfbridge-producer"
 # Several tables share one session: Spark's FAIR scheduler takes their jobs' tasks in turns.
 FAIR = {"spark.scheduler.mode": "FAIR"}
@@ -159,10 +156,11 @@ def _follow(
         schemas = TopicSchemas.connect(settings.schema_registry, topic, config.table)
         schemas.new_generation = position.resync_pending
         publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
-        changes = follow(source, schemas, config, start, snapshot_at, stop, steps)
+        resume = None if position.resync_pending else position.part
+        changes = follow(source, schemas, config, start, snapshot_at, stop, steps, resume)
         # The prefetch's own stop: closing it must not stop the other tables.
         with Prefetch(changes, name=f"cdf-reader-{topic}") as slices:
-            _publish_all(iter(slices), publisher, topic, stop, steps)
+            _publish_all(iter(slices), publisher, topic, stop, steps, position.version)
     finally:
         publisher.close()
 
@@ -173,14 +171,16 @@ def _publish_all(
     topic: str,
     stop: threading.Event,
     steps: Waterfall,
+    whole: int | None,
 ) -> None:
-    """Each chunk in one transaction, its further slices pulled from slices as it is sent."""
+    """Each chunk in its transactions (producer/transactions.py), its further slices pulled
+    from slices as it is sent; whole: the last version published whole before the first."""
     bar, total = metrics.ProgressBar(), 0
     for first in slices:
         chunk = first.chunk
-        began, tally = time.monotonic(), _Tally()
+        began, tally = time.monotonic(), Tally()
         try:
-            rows = publisher.publish(_batches(first, slices, tally), chunk.last, stop.is_set)
+            rows = publish_chunk(first, slices, publisher, whole, stop.is_set, tally)
         except InterruptedError:
             rows = None
         if rows is None:
@@ -203,30 +203,9 @@ def _publish_all(
             mib=round(tally.bytes / 2**20, 1),  # encoded, as held in the driver
         )
         steps.done()
+        whole = chunk.last
         bar.show(chunk.last, first.head, total)
     bar.done()
-
-
-@dataclass
-class _Tally:
-    """What a chunk's slices added up to: Spark time and encoded bytes."""
-
-    read_s: float = 0.0
-    bytes: int = 0
-
-
-def _batches(first: Slice, slices: Iterator[Slice], tally: _Tally) -> Iterator[pa.RecordBatch]:
-    """Every batch of first's chunk, pulling its further slices from slices."""
-    current: Slice | None = first
-    while current is not None:
-        tally.read_s += current.read_s
-        tally.bytes += current.rows.nbytes
-        yield from current.rows.to_batches(max_chunksize=BATCH_ROWS)
-        if current.last_of_chunk:
-            return
-        current = next(slices, None)
-    # The reader ended mid-chunk (stopping): raising makes the publisher abort the transaction.
-    raise InterruptedError("reader stopped in the middle of a chunk")
 
 
 def _on_signals(stop: threading.Event) -> Callable[[], None]:

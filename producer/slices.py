@@ -41,11 +41,11 @@ class Slice:
 
 
 def encoded_slices(
-    frame: DataFrame, slices: int, encoding: Encoding, table: str
+    frame: DataFrame, slices: int, encoding: Encoding, table: str, start: int = 0
 ) -> Iterator[pa.Table]:
-    """frame's changes encoded, in `slices` key-hash slices, each sorted by _order; a NULL
-    key raises NullKeyError naming its version."""
-    for index in range(slices):
+    """frame's changes encoded, in `slices` key-hash slices from slice `start` on, each
+    sorted by _order; a NULL key raises NullKeyError naming its version."""
+    for index in range(start, slices):
         part = (
             frame if slices == 1 else frame.where(_key_hash(encoding.primary_key, slices) == index)
         )

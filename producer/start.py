@@ -35,6 +35,8 @@ def starting_point(
     if position.resync_pending:
         return _new_generation(publisher, source, position.requested)
     publisher.progress.generation = position.generation
+    if position.part is not None:  # a version published in parts: its rest comes first
+        return position.part.last + 1, None
     last_published = position.version
     if last_published is not None:
         return last_published + 1, None

@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -72,6 +72,28 @@ class Identity:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A version too large for one transaction, published in several: one per key-hash
+    slice of versions first..last (a single version, or a snapshot of it), `slices` in all,
+    0..done of them published. A restart publishes the slices after `done`, cut the same way."""
+
+    first: int
+    last: int
+    slices: int
+    done: int
+    snapshot: bool = False
+
+    def fields(self) -> dict[str, Any]:
+        keys = ("first", "last", "slices", "done", "snapshot")
+        return {"part": {key: getattr(self, key) for key in keys}}
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> Part | None:
+        found = record.get("part")
+        return None if not found else cls(**found)
+
+
+@dataclass(frozen=True)
 class Position:
     """What the progress topic says of one data topic."""
 
@@ -79,6 +101,7 @@ class Position:
     generation: Generation = field(default_factory=Generation)
     requested: int = 0  # the newest generation a resync asked for
     identity: Identity | None = None  # the table the last record names
+    part: Part | None = None  # the version being published in parts, when one is
 
     @property
     def resync_pending(self) -> bool:
@@ -99,12 +122,13 @@ class Progress:
         self.generation = Generation()
         self.identity: Identity | None = None
 
-    def record(self, version: int) -> tuple[bytes, bytes]:
-        """The progress record saying version is fully published, as (value, key): the
-        producer queues it in the transaction of that version's last chunk."""
+    def record(self, version: int | None, part: Part | None = None) -> tuple[bytes, bytes]:
+        """The progress record saying version is fully published (None: none yet), and part
+        of the next one if `part`, as (value, key): the producer queues it in the
+        transaction that publishes them."""
         named = self.identity.fields() if self.identity is not None else {}
         value = {"version": version, **self.generation.fields(), **named}
-        return json.dumps(value).encode(), self.key
+        return json.dumps(value | (part.fields() if part else {})).encode(), self.key
 
     def request_resync(self, producer: Any, generation: int) -> None:
         """Queue a resync request (no transaction needed: it is one record of its own)."""
@@ -167,12 +191,16 @@ class Progress:
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    return Position(last.version, last.generation, requested, last.identity)
+                    return replace(last, requested=requested)
                 raise KafkaException(error)
             record = json.loads(message.value() or b"{}")
             if message.key() == self.key:
+                version = record["version"]
                 last = Position(
-                    int(record["version"]), Generation.of(record), identity=Identity.of(record)
+                    None if version is None else int(version),
+                    Generation.of(record),
+                    identity=Identity.of(record),
+                    part=Part.of(record),
                 )
             elif message.key() == self.resync_key:
                 requested = int(record["generation"])
