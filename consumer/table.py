@@ -59,8 +59,8 @@ def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list
         for name, kind in wanted
         if name in existing
         and _norm(existing[name]) != _norm(_older(kind))
-        and not extends(kind, existing[name])  # a struct that gained fields: grown
-        and not extends(existing[name], kind)  # an older schema's struct: read as it was
+        and not extends(kind, existing[name])  # widened, or a struct that gained fields: grown
+        and not extends(existing[name], kind)  # an older schema's narrower one: read into it
     ]
     new = [(name, kind) for name, kind in wanted if name not in existing]
     required = [f"{name} {kind} is new and not nullable" for name, kind in new if not _null(kind)]
@@ -80,7 +80,8 @@ def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list
 
 
 def grown(existing: dict[str, str], wanted: Columns) -> list[tuple[str, str]]:
-    """Columns whose structs gained fields (consumer/column_types.py), to MODIFY."""
+    """Columns Delta widened, or whose structs gained fields (consumer/column_types.py), to
+    MODIFY."""
     return [
         (name, kind)
         for name, kind in wanted
@@ -104,7 +105,7 @@ def ensure(
     partition_by: str = "",
 ) -> list[tuple[str, str]]:
     """Create the table and view when missing, else check them, add new columns and grow
-    structs that gained fields. Returns the columns added or grown."""
+    widened ones and structs that gained fields. Returns the columns added or grown."""
     existing = existing_columns(client, target)
     if existing is None:
         client.command(create_table_sql(target, columns, order_by, dedup_window, partition_by))
@@ -115,7 +116,7 @@ def ensure(
     new, modified = additions(target, existing, columns), grown(existing, columns)
     if new:
         client.command(add_columns_sql(target, new))
-    for name, kind in modified:  # ClickHouse converts the stored tuples in a mutation
+    for name, kind in modified:  # ClickHouse converts the stored values in a mutation
         client.command(f"ALTER TABLE {target.name} MODIFY COLUMN {quote(name)} {kind}")
     if new or modified:
         client.command(current_view_sql(target))

@@ -127,7 +127,7 @@ class BatchWriter:
     def _insert(self, values: list[bytes], token: str) -> None:
         """One insert per value schema in values: ClickHouse fills a top-level column a
         message lacks, not a struct's field, so each schema's structs are read as written.
-        Mostly one schema: one insert under token, without a look at each value."""
+        Mostly one schema: one insert under the batch's token, values not split."""
         headers = sorted(set(map(_HEADER, values)))
         if len(headers) == 1:
             self.sink.insert(values, self._columns(headers[0]), token)
