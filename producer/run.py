@@ -7,8 +7,9 @@ changes until stopped. `follow_table` does one table:
    (producer/resync.py) starts a new generation with a snapshot at the latest version;
 2. the reader thread runs follow() (producer/follow.py: poll, plan, read, encode, slice)
    one slice ahead of this one (producer/prefetch.py);
-3. this thread sends each chunk's slices in one Kafka transaction with its progress record
-   (producer/publish.py), then logs the chunk.
+3. this thread sends each chunk's slices in one Kafka transaction with its progress record,
+   a version too large for one in a transaction per slice (producer/transactions.py,
+   producer/publish.py), then logs the chunk.
 
 SIGTERM or SIGINT aborts the open transaction and returns 0. A resync request halts one
 table's follow the same way, and its follow starts over.
