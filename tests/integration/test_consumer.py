@@ -166,11 +166,12 @@ def test_existing_table_that_differs_is_refused_naming_the_columns(
     topic = topic_factory(partitions=1)
     Changes(endpoints, topic).send([order(1)], "insert", 1)
     consume(endpoints, topic, ch_database)
+    # Not a type the schema's could widen into, nor a wider one it could be read into.
     clickhouse.command(
-        f"ALTER TABLE `{ch_database}`.`{topic}` MODIFY COLUMN `amount` Nullable(Decimal(12, 2))"
+        f"ALTER TABLE `{ch_database}`.`{topic}` MODIFY COLUMN `amount` Nullable(String)"
     )
 
-    with pytest.raises(SchemaMismatchError, match=r"amount is Nullable\(Decimal\(12, 2\)\) in the"):
+    with pytest.raises(SchemaMismatchError, match=r"amount is Nullable\(String\) in the"):
         consume(endpoints, topic, ch_database)
 
 
