@@ -73,6 +73,27 @@ def parser() -> argparse.ArgumentParser:
         "NAME when several are configured)",
     )
     rebuild.add_argument("--rebuild-group", help="group to use (default <group>-rebuild-<time>)")
+    source = rebuild.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from-lake",
+        action="store_const",
+        const="lake",
+        dest="source",
+        help="load the table's state from the Delta table with ClickHouse's own reader, then "
+        "follow the topic (the default when the topic's history is gone)",
+    )
+    source.add_argument(
+        "--from-topic",
+        action="store_const",
+        const="topic",
+        dest="source",
+        help="replay the topic only, refusing when retention deleted part of its history",
+    )
+    commands.add_parser(
+        "bootstrap",
+        help="a new subscriber (group without offsets): load its table from the Delta table "
+        "with ClickHouse's own reader, then set the group to follow the topic from there",
+    )
     reset = commands.add_parser(
         "reset-offsets",
         help="move the (stopped) group's offsets of one topic; it then re-reads from there",
@@ -138,9 +159,21 @@ def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> i
 def _rebuild(settings: ConsumerSettings, args: argparse.Namespace) -> int:
     from consumer.rebuild import rebuild
 
-    done = rebuild(settings.one("rebuild"), args.rebuild_group or "")
+    done = rebuild(settings.one("rebuild"), args.rebuild_group or "", args.source or "auto")
     since = f", from generation {done.generation}" if done.generation else ""
-    print(f"rebuilt {done.table} with group {done.group}: {done.rows} rows{since}")
+    lake = f", loaded from the lake at version {done.version}" if done.source == "lake" else ""
+    print(f"rebuilt {done.table} with group {done.group}: {done.rows} rows{since}{lake}")
+    return 0
+
+
+def _bootstrap(settings: ConsumerSettings, args: argparse.Namespace) -> int:
+    from consumer.rebuild import bootstrap
+
+    done = bootstrap(settings.one("bootstrap"))
+    print(
+        f"bootstrapped {done.table} from the lake at version {done.version}: {done.rows} rows; "
+        f"group {done.group} follows the topic from there"
+    )
     return 0
 
 
@@ -176,6 +209,7 @@ COMMANDS: dict[str, Command] = {
     "run": _run,
     "kafka-engine-ddl": _kafka_engine_ddl,
     "rebuild": _rebuild,
+    "bootstrap": _bootstrap,
     "reset-offsets": _reset_offsets,
     "status": _status,
 }

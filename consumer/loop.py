@@ -63,6 +63,10 @@ class Pipeline:
     def stop(self) -> None:
         self._stop.set()
 
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stop
+
     def run(self) -> None:
         """Consume until stopped (or caught up), then drain and commit what is buffered."""
         try:

@@ -152,6 +152,36 @@ def reset(client_config: Mapping[str, Any], group: str, offsets: list[TopicParti
         ) from exc
 
 
+def exists(client_config: Mapping[str, Any], topic: str) -> bool:
+    """Whether the brokers know the topic (without creating it)."""
+    admin = AdminClient(dict(client_config))
+    try:
+        found = admin.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
+    except KafkaException as exc:
+        raise ServiceUnavailableError(f"cannot list topic {topic}: {exc}") from exc
+    return found is not None and found.error is None and bool(found.partitions)
+
+
+def members(client_config: Mapping[str, Any], group: str) -> int:
+    """How many consumers the group has now (0 for a group that does not exist)."""
+    admin = AdminClient(dict(client_config))
+    try:
+        found = admin.describe_consumer_groups([group])[group].result(timeout=TIMEOUT_S)
+    except KafkaException as exc:
+        raise ServiceUnavailableError(f"cannot describe group {group}: {exc}") from exc
+    return len(found.members)
+
+
+def copy(client_config: Mapping[str, Any], topic: str, source: str, group: str) -> None:
+    """Give `group` the offsets `source` has committed on topic (the group must be idle)."""
+    found = positions(client_config, source, topic)
+    reset(
+        client_config,
+        group,
+        [TopicPartition(topic, p.partition, p.committed) for p in found if p.committed >= 0],
+    )
+
+
 def _partitions(probe: Consumer, topic: str) -> list[int]:
     metadata = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
     if metadata.error is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
+from consumer.first_read import starts
 from consumer.health import serve
 from consumer.loop import Pipeline
 from consumer.metrics import Collectors, Metrics
@@ -33,6 +34,7 @@ from consumer.topics import resolve
 from schemas.cli import exit_code
 from schemas.errors import CdfBridgeError
 from schemas.kafka_errors import error_of, passing
+from schemas.retry import Stopped, retrying
 
 log = logging.getLogger(__name__)
 # The worst exit code first: settings or credentials, then data or tables that need a fix,
@@ -86,7 +88,7 @@ class Consumers:
         """Run every pipeline until stopped (or caught up); returns the topics that stopped
         on an error. A single pipeline runs on the calling thread and raises its error."""
         if len(self.pipelines) == 1:
-            self.pipelines[0].run()
+            self._first_read(self.pipelines[0])
             return []
         threads = [
             threading.Thread(
@@ -104,7 +106,7 @@ class Consumers:
     def _run_one(self, pipeline: Pipeline) -> None:
         topic = pipeline.settings.consumer.topic
         try:
-            pipeline.run()
+            self._first_read(pipeline)
         except BaseException as exc:  # noqa: BLE001 - kept for the exit code, the rest go on
             pipeline.metrics.failed(exc)
             unexpected = not isinstance(exc, CdfBridgeError | KafkaException)
@@ -115,6 +117,17 @@ class Consumers:
             )
             with self._lock:
                 self.failures.append(Failure(topic, exc))
+
+    @staticmethod
+    def _first_read(pipeline: Pipeline) -> None:
+        """Where the group starts where it has no offsets (consumer/first_read.py), then run."""
+        c = pipeline.settings.consumer
+        wait = retrying("Kafka", max_backoff_s=c.max_backoff_seconds, stop=pipeline.stopping)
+        try:
+            pipeline.rebalance.first = wait(starts, pipeline.settings)
+        except Stopped:
+            return
+        pipeline.run()
 
 
 def run(settings: ConsumerSettings, *, until_caught_up: bool = False) -> list[Failure]:

@@ -1,9 +1,12 @@
 """The group's rebalance callbacks, served by librdkafka inside consume() and close().
 
 Cooperative-sticky assignment moves only the partitions that change owner:
-- assigned: each starts at the offset its group committed (else the earliest), read here
-  and handed to librdkafka, which spares it a second look-up (and its 100 ms wait before
-  resetting a partition without one); a recorded batch end is cut at again;
+- assigned: each starts at the offset its group committed, read here and handed to
+  librdkafka, which spares it a second look-up (and its 100 ms wait before resetting a
+  partition without one); a recorded batch end is cut at again. One the group has no
+  offset for starts at `first` (consumer/first_read.py: its generation's start, or where a
+  bootstrap from the lake left off), committed at once so a restart starts there too; else
+  at the earliest;
 - revoked: what was read of them is written and committed before they go;
 - lost (this member was dropped from the group, e.g. frozen past the session timeout):
   their buffers are dropped unwritten, since another member may already read them.
@@ -29,14 +32,28 @@ class Rebalance:
     def __init__(self) -> None:
         self.owner: Uncommitted | None = None
         self.joined = False  # the group has handed this member its (maybe empty) assignment
+        self.first: dict[int, int] = {}  # partition → offset, for one without a committed one
 
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.joined = True
         if self.owner is None:  # closed by start-up before any read: nothing to start
             return
-        committed = consumer.committed(partitions, timeout=TIMEOUT_S)
+        committed = self._first(consumer, consumer.committed(partitions, timeout=TIMEOUT_S))
         consumer.incremental_assign(self.owner.assign(committed))
         log.info("assigned", extra=_where(partitions))
+
+    def _first(self, consumer: Consumer, committed: list[TopicPartition]) -> list[TopicPartition]:
+        fresh = {
+            (tp.topic, tp.partition): TopicPartition(
+                tp.topic, tp.partition, self.first[tp.partition]
+            )
+            for tp in committed
+            if tp.offset < 0 and tp.partition in self.first
+        }
+        if fresh:
+            consumer.commit(offsets=list(fresh.values()), asynchronous=False)
+            log.info("first offsets committed", extra=_where(list(fresh.values())))
+        return [fresh.get((tp.topic, tp.partition), tp) for tp in committed]
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self.owner is not None:

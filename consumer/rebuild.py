@@ -1,17 +1,24 @@
-"""Rebuild a table from its topic, and move a group's offsets.
+"""Rebuild a table from its topic or from the lake, and leave the live group after it.
 
-A rebuild never stops the readers of the table:
+A rebuild never stops the readers of the table, and never swaps in a partial one:
+0. refuse while the live group (consumer.group) has members: their old-generation rows
+   would reach the new table;
 1. create a shadow table `<table>__rebuild` from the latest value schema (replacing a
    leftover one);
-2. fill it with a fresh consumer group, from the start of the topic's current generation
-   (schemas/progress.py: where the producer's last resync began; else the earliest
-   offset), until it has caught up;
+2. fill it, from the topic or the lake (`Source`):
+   - topic: a fresh group from the start of the topic's current generation
+     (schemas/progress.py: where the producer's last resync began; else the beginning),
+     refused when retention has deleted any of it (consumer/history.py);
+   - lake: ClickHouse loads the Delta table at the last published version itself
+     (consumer/bootstrap.py), and the fresh group starts where the changes after it begin;
+   then the group catches up;
 3. mark the shadow with the generation it holds (consumer/generation.py), swap it in
    atomically: EXCHANGE TABLES (RENAME when there was no table), and refresh the
    `<table>_current` view for the new columns;
 4. catch up once more with the same group, now into the swapped-in table, so changes that
    arrived during the swap are not left in the old table;
-5. drop the old table (now the shadow) and the shadow's view.
+5. drop the old table (now the shadow) and the shadow's view;
+6. move the live group to where the rebuild's group ends, so that it goes on from there.
 """
 
 from __future__ import annotations
@@ -21,15 +28,15 @@ import time
 from dataclasses import dataclass
 
 from clickhouse_connect.driver.client import Client
-from confluent_kafka import TopicPartition
 
-from consumer import offsets, table
+from consumer import fill, offsets, table
+from consumer.fill import Source
 from consumer.generation import mark
 from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
 from schemas.clickhouse_client import connect
 from schemas.clickhouse_errors import sorted_errors
-from schemas.progress import Generation, Progress
+from schemas.errors import ConfigError
 from schemas.target import Target, existing_columns
 
 log = logging.getLogger(__name__)
@@ -42,23 +49,48 @@ class Rebuilt:
     group: str
     rows: int
     generation: int = 0
+    source: str = "topic"
+    version: int | None = None  # the Delta version loaded from the lake
 
 
-def rebuild(settings: ConsumerSettings, group: str = "") -> Rebuilt:
+def rebuild(
+    settings: ConsumerSettings, group: str = "", source: Source = "auto", *, move_live: bool = True
+) -> Rebuilt:
+    """move_live False: the live group's first start (consumer/first_read.py) takes the
+    rebuild group's offsets itself; steps 0 and 6 are left out."""
     with sorted_errors(settings.clickhouse.url):
-        return _rebuild(settings, group)
+        return _rebuild(settings, group, source, move_live)
 
 
-def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
+def bootstrap(settings: ConsumerSettings) -> Rebuilt:
+    """A new subscriber's table from the lake: the group (consumer.group) must have no
+    offsets yet, and follows the topic from the version loaded."""
+    kafka, group = settings.kafka.client_config(), settings.consumer.group
+    if any(p.committed >= 0 for p in offsets.positions(kafka, group, settings.consumer.topic)):
+        raise ConfigError(
+            f"group {group} already has offsets on {settings.consumer.topic}: bootstrap is for "
+            "a new subscriber; to load its table again from the lake, cdfbridge-consumer "
+            "rebuild --from-lake"
+        )
+    return rebuild(settings, "", "lake")
+
+
+def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: bool) -> Rebuilt:
     target = Target(settings.clickhouse.database, settings.consumer.target_table)
     shadow = target.renamed(target.table + SHADOW_SUFFIX)
-    group = group or f"{settings.consumer.group}-rebuild-{int(time.time())}"
+    live, kafka = settings.consumer.group, settings.kafka.client_config()
+    group = group or f"{live}-rebuild-{int(time.time())}"
+    if move_live and offsets.members(kafka, live):  # 0.
+        raise ConfigError(
+            f"group {live} is running: stop its consumers (of every topic it reads) first, "
+            "then rebuild; the rebuild moves the group to where the new table ends"
+        )
     client = connect(settings.clickhouse)
     _drop(client, shadow)  # 1.
-    generation = _from_generation(settings, group)  # 2.
+    filled = fill.fill(settings, shadow, group, source)  # 2.
     _catch_up(settings, shadow, group)
     existed = existing_columns(client, target) is not None
-    mark(client, shadow, generation.number)  # 3.
+    mark(client, shadow, filled.generation)  # 3.
     if existed:
         client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
     else:
@@ -66,24 +98,21 @@ def _rebuild(settings: ConsumerSettings, group: str) -> Rebuilt:
     client.command(table.current_view_sql(target))
     _catch_up(settings, target, group)  # 4.
     _drop(client, shadow)  # 5.
+    if move_live:  # 6.
+        offsets.copy(kafka, settings.consumer.topic, group, live)
     rows = int(str(client.command(f"SELECT count() FROM {target.name}")))  # noqa: S608 - quoted
-    done = Rebuilt(target.name, group, rows, generation.number)
+    done = Rebuilt(target.name, group, rows, filled.generation, filled.source, filled.version)
     log.info(
         "rebuilt",
-        extra={"table": done.table, "group": group, "rows": rows, "generation": done.generation},
+        extra={
+            "table": done.table,
+            "group": group,
+            "rows": rows,
+            "generation": done.generation,
+            "source": done.source,
+        },
     )
     return done
-
-
-def _from_generation(settings: ConsumerSettings, group: str) -> Generation:
-    """Start group at the topic's current generation, when a resync began one; a group
-    without offsets starts at the earliest."""
-    kafka, topic = settings.kafka.client_config(), settings.consumer.topic
-    generation = Progress(kafka, topic).read().generation
-    if generation.number:
-        starts = [TopicPartition(topic, p, offset) for p, offset in generation.start.items()]
-        offsets.reset(kafka, group, starts)
-    return generation
 
 
 def _catch_up(settings: ConsumerSettings, into: Target, group: str) -> None:

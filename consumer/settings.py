@@ -25,6 +25,7 @@ from pydantic_settings import NoDecode
 from schemas.errors import ConfigError
 from schemas.naming import default_table
 from schemas.settings import ConnectionSettings, Section
+from schemas.storage import StorageSettings
 from schemas.tables import TableEntry, comma_list, own_sections, unique_topics
 
 # Keys of [consumer] that describe one table, and the [[tables]] key to use instead.
@@ -32,6 +33,7 @@ ONE_TABLE_KEYS = {
     "table": ("--table, CDFBRIDGE_CONSUMER__TABLE", "target"),
     "primary_key": ("CDFBRIDGE_CONSUMER__PRIMARY_KEY", "order_by"),
     "partition_by": ("CDFBRIDGE_CONSUMER__PARTITION_BY", "partition_by"),
+    "lake_location": ("CDFBRIDGE_CONSUMER__LAKE_LOCATION", "table"),
 }
 
 
@@ -65,6 +67,9 @@ class ConsumerSection(Section):
     # 0 disables the /metrics and /health endpoint.
     metrics_port: int = Field(default=9465, ge=0, le=65535)
     max_backoff_seconds: float = Field(default=30.0, gt=0)
+    # Where ClickHouse reads the Delta table for a bootstrap from the lake, when it differs
+    # from the location the producer names in the topic's progress (one topic only).
+    lake_location: str = ""
 
     _lists = field_validator("topics", mode="before")(comma_list)
 
@@ -96,6 +101,8 @@ class ConsumerSettings(ConnectionSettings):
     consumer: ConsumerSection
     # Several tables' topics: [[tables]] in the --config file (the producer reads it too).
     tables: list[TableEntry] = Field(default_factory=list)
+    # Where the Delta tables live, for ClickHouse to read them in a bootstrap from the lake.
+    storage: StorageSettings = Field(default_factory=StorageSettings)
 
     @model_validator(mode="after")
     def _topics(self) -> ConsumerSettings:

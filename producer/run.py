@@ -149,6 +149,7 @@ def _follow(
         if not side.fenced:  # the same table (its Delta id) named another way
             position = publisher.start()
         publisher.progress.identity = identity
+        publisher.progress.hashed = tuple(config.hash_columns)
         resyncs.watch(topic, max(position.requested, position.generation.number))
         with steps.step("starting_point"):
             start, snapshot_at = starting_point(config, source, publisher, position)

@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from schemas.naming import default_topic
+from schemas.naming import REPLAYABLE, default_topic
 from schemas.settings import ENV_PREFIX, ConnectionSettings, Section
 from schemas.spark_session import SparkSection
 from schemas.storage import StorageSettings
@@ -34,6 +34,10 @@ class SourceSection(Section):
     include_preimage: bool = False
     tombstones: bool = False
     partitions: int = Field(default=3, gt=0, description="partitions of a topic we create")
+    # Kafka settings of a data topic we create. Compacted, a topic keeps the last change of
+    # every key for good, so a rebuild or a new subscriber can always replay it whole;
+    # {"cleanup.policy": "delete", "retention.ms": "-1"} keeps every change instead.
+    topic_config: dict[str, str] = Field(default_factory=lambda: dict(REPLAYABLE))
     metrics_port: int | None = Field(default=9464, ge=0, le=65535)
     # Columns never published, and columns published as the SHA-256 hex of their value.
     exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)

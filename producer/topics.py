@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from schemas.errors import TableConfigError
 from schemas.kafka_errors import error_of
-from schemas.naming import progress_topic
+from schemas.naming import REPLAYABLE, progress_topic
 from schemas.retry import retrying
 from schemas.service_errors import KafkaUnavailableError, client_failure
 from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
@@ -29,13 +29,23 @@ def ensure_topics(
     topic: str,
     partitions: int,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    topic_config: dict[str, str] | None = None,
 ) -> None:
-    """Create the data topic, taking messages up to max_message_bytes, and the compacted
-    progress topic, when missing. Existing topics are left as they are."""
+    """Create the data topic, taking messages up to max_message_bytes, with topic_config
+    (compacted by default: schemas/naming.py REPLAYABLE), and the compacted progress topic,
+    when missing. Existing topics are left as they are."""
     admin = AdminClient(kafka_config)
     where = str(kafka_config.get("bootstrap.servers", "?"))
     wanted = [
-        NewTopic(topic, partitions, -1, config={"max.message.bytes": str(max_message_bytes)}),
+        NewTopic(
+            topic,
+            partitions,
+            -1,
+            config={
+                **(REPLAYABLE if topic_config is None else topic_config),
+                "max.message.bytes": str(max_message_bytes),
+            },
+        ),
         NewTopic(progress_topic(topic), 1, -1, config={"cleanup.policy": "compact"}),
     ]
     try:

@@ -40,3 +40,8 @@ def progress_topic(topic: str) -> str:
 def dlq_topic(topic: str) -> str:
     """Where a consumer puts messages it cannot decode or insert."""
     return f"{topic}.dlq"
+
+
+# The data topic's Kafka settings when the producer creates it: replayable to the start of
+# every generation for as long as it lives (a compacted topic keeps each key's last change).
+REPLAYABLE = {"cleanup.policy": "compact"}

@@ -102,6 +102,9 @@ class Position:
     requested: int = 0  # the newest generation a resync asked for
     identity: Identity | None = None  # the table the last record names
     part: Part | None = None  # the version being published in parts, when one is
+    # The columns published hashed (--hash-columns), for a bootstrap from the lake to hash
+    # alike; None when the record predates them.
+    hashed: tuple[str, ...] | None = None
 
     @property
     def resync_pending(self) -> bool:
@@ -118,9 +121,11 @@ class Progress:
         self.data_topic, self.topic = topic, progress_topic(topic)
         self.key = topic.encode()
         self.resync_key = self.key + RESYNC_SUFFIX
-        # What record() writes besides the version: the producer's generation and table.
+        # What record() writes besides the version: the producer's generation, table and
+        # hashed columns.
         self.generation = Generation()
         self.identity: Identity | None = None
+        self.hashed: tuple[str, ...] = ()
 
     def record(self, version: int | None, part: Part | None = None) -> tuple[bytes, bytes]:
         """The progress record saying version is fully published (None: none yet), and part
@@ -128,6 +133,7 @@ class Progress:
         transaction that publishes them."""
         named = self.identity.fields() if self.identity is not None else {}
         value = {"version": version, **self.generation.fields(), **named}
+        value["hashed"] = sorted(self.hashed)
         return json.dumps(value | (part.fields() if part else {})).encode(), self.key
 
     def request_resync(self, producer: Any, generation: int) -> None:
@@ -201,6 +207,7 @@ class Progress:
                     Generation.of(record),
                     identity=Identity.of(record),
                     part=Part.of(record),
+                    hashed=tuple(record["hashed"]) if "hashed" in record else None,
                 )
             elif message.key() == self.resync_key:
                 requested = int(record["generation"])

@@ -34,7 +34,7 @@ class ClickHouse(Service):
         )
 
     def _secure_config(self) -> str:
-        """The secured stack's: a named user with a password, `default` reduced, a query log,
+        """The secured stack's: a named user with a password, `default` reduced,
         and TLS trust in the stack's CA for the Kafka engine and the registry."""
         if not self.settings.secure:
             return ""

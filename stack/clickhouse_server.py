@@ -4,6 +4,10 @@ Run as `python -m stack.clickhouse_server DIR`, where DIR holds config.xml (list
 and ports) and receives the data. clickhouse-local serves HTTP and native TCP for as long
 as one statement runs, so the statement ends with a read from a FIFO that nobody writes
 to; SIGTERM opens and closes the FIFO's write end, the read ends, and the server stops.
+
+clickhouse-local takes its user files path (where `file()` and `deltaLakeLocal()` may read)
+to be its working directory, whatever config.xml says. Once it has read ./config.xml and
+listens, the server moves to `/`, so a lake bootstrap reads local Delta tables anywhere.
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ import ctypes
 import importlib.machinery
 import importlib.util
 import os
+import re
 import signal
+import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -65,12 +72,29 @@ def serve(directory: Path) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
+    _leave_directory_once_listening(directory, server)
     while server.is_alive() and not stop.wait(0.5):
         pass
     if server.is_alive():
         with fifo.open("w"):  # EOF for the blocked read: the statement ends, listeners close
             pass
         server.join()
+
+
+def _leave_directory_once_listening(directory: Path, server: threading.Thread) -> None:
+    config = (directory / "config.xml").read_text()
+    port = re.search(r"<http_port>(\d+)</http_port>", config)
+    host = re.search(r"<listen_host>([^<]+)</listen_host>", config)
+    listen = host[1] if host is not None else "0.0.0.0"  # noqa: S104 - read, not bound
+    address = "127.0.0.1" if listen in ("0.0.0.0", "::") else listen  # noqa: S104
+    deadline = time.monotonic() + 120
+    while port is not None and server.is_alive() and time.monotonic() < deadline:
+        try:
+            socket.create_connection((address, int(port[1])), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    os.chdir("/")
 
 
 if __name__ == "__main__":

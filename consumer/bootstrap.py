@@ -1,0 +1,187 @@
+"""Bootstrap a table from the lake: ClickHouse reads the Delta table's state at version N
+itself, at its own speed, and the topic is followed from where the changes after N begin.
+
+The steps, in this order (consumer/rebuild.py runs them into its shadow table):
+1. read the data topic's last stable offsets: a read_committed reader's end, where the
+   first transaction still open begins (`start_point`);
+2. then read the progress record: N is the last version fully published, or the version
+   being published in parts. Every transaction that ended before step 1 published versions
+   up to N, and every later one begins past those offsets, so following the topic from
+   them misses no change after N (changes up to N read again lose to, or equal, the
+   snapshot's rows: schemas/changes.py);
+3. INSERT … SELECT the table at version N into the target, `_change_type` 'snapshot' at
+   version N, excluded columns left out (they are not in the target), hashed columns
+   hashed as the producer hashes them (schemas/column_policy.py);
+4. the caller sets its group's offsets to step 1's and follows the topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import DatabaseError
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from consumer.lake import LakeTable, LakeUnreadableError
+from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, SNAPSHOT
+from schemas.clickhouse import literal, quote
+from schemas.errors import TerminalError
+from schemas.kafka_errors import error_of
+from schemas.progress import Generation, Progress
+from schemas.service_errors import client_failure
+from schemas.target import Target, existing_columns
+
+log = logging.getLogger(__name__)
+TIMEOUT_S = 30
+# What ClickHouse answers when it cannot read the table or a feature of it: NOT_IMPLEMENTED,
+# FILE_DOESNT_EXIST, CANNOT_EXTRACT_TABLE_STRUCTURE, PATH_ACCESS_DENIED, S3_ERROR,
+# DELTA_KERNEL_ERROR.
+LAKE_CODES = frozenset({48, 107, 481, 499, 636, 742})
+# Delta's history time of a commit, read from its commit file's lines.
+COMMIT_TIME = (
+    "coalesce(max(JSONExtract(line, 'commitInfo', 'inCommitTimestamp', 'Nullable(Int64)')), "
+    "toUnixTimestamp64Milli(max(toDateTime64(_time, 3))))"
+)
+INTEGRAL = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
+
+
+class NothingPublishedError(TerminalError):
+    """The producer has published no version yet: there is nothing to start from."""
+
+
+@dataclass(frozen=True)
+class StartPoint:
+    version: int  # the table's state loaded from the lake
+    offsets: dict[int, int]  # per partition: where following the topic begins
+    generation: Generation
+    location: str | None  # the table, as the progress record names it
+    hashed: tuple[str, ...] | None  # as the progress record names them
+
+
+def start_point(kafka_config: Mapping[str, Any], topic: str) -> StartPoint:
+    """Steps 1 and 2."""
+    offsets = _stable_offsets(kafka_config, topic)
+    position = Progress(dict(kafka_config), topic).read()
+    version = position.part.last if position.part is not None else position.version
+    if version is None:
+        raise NothingPublishedError(
+            f"topic {topic} has no version published yet: run the consumer, which reads the "
+            "topic from its beginning"
+        )
+    location = position.identity.table if position.identity is not None else None
+    return StartPoint(version, offsets, position.generation, location, position.hashed)
+
+
+def load(client: Client, into: Target, lake: LakeTable, point: StartPoint, hashed: set[str]) -> int:
+    """Step 3; returns the rows loaded."""
+    try:
+        return _load(client, into, lake, point, hashed)
+    except DatabaseError as exc:
+        if exc.code not in LAKE_CODES:
+            raise
+        raise LakeUnreadableError(
+            f"ClickHouse cannot read the Delta table {lake.location} at version "
+            f"{point.version} ({exc.name}, code {exc.code}: {str(exc)[:400]}). Check that "
+            "ClickHouse reaches it (consumer.lake_location, [storage]), or replay the topic "
+            "instead: cdfbridge-consumer rebuild --from-topic"
+        ) from exc
+
+
+def _load(
+    client: Client, into: Target, lake: LakeTable, point: StartPoint, hashed: set[str]
+) -> int:
+    settings = {"delta_lake_snapshot_version": point.version, "insert_deduplicate": 0}
+    parameters = lake.query_parameters(point.version)
+    described = client.query(
+        f"DESCRIBE TABLE {lake.table_sql()}", parameters=parameters, settings=settings
+    ).result_rows
+    in_lake = {row[0]: row[1] for row in described}
+    target = existing_columns(client, into) or {}
+    metadata = {
+        CHANGE_TYPE: literal(SNAPSHOT),
+        COMMIT_VERSION: str(point.version),
+        COMMIT_TIMESTAMP: _committed_at(client, lake, point.version),
+    }
+    chosen = {
+        name: metadata.get(name) or _column(name, in_lake[name], name in hashed)
+        for name in target
+        if name in metadata or name in in_lake
+    }
+    columns = ", ".join(map(quote, chosen))
+    select = ", ".join(f"{expression} AS {quote(name)}" for name, expression in chosen.items())
+    began = time.monotonic()
+    client.command(
+        f"INSERT INTO {into.name} ({columns}) SELECT {select} FROM {lake.table_sql()}",  # noqa: S608 - quoted
+        parameters=parameters,
+        settings=settings,
+    )
+    rows = int(str(client.command(f"SELECT count() FROM {into.name}")))  # noqa: S608 - quoted
+    log.info(
+        "loaded from the lake",
+        extra={
+            "table": into.name,
+            "version": point.version,
+            "rows": rows,
+            "seconds": round(time.monotonic() - began, 1),
+        },
+    )
+    return rows
+
+
+def _column(name: str, kind: str, hashed: bool) -> str:
+    """A lake column as published: hashed as lowercase hex SHA-256 of its bytes (strings,
+    binary) or of its decimal text (integers); NULL stays NULL."""
+    if not hashed:
+        return quote(name)
+    value = (
+        f"toString({quote(name)})"
+        if kind.removeprefix("Nullable(").startswith(INTEGRAL)
+        else quote(name)
+    )
+    return f"lower(hex(SHA256({value})))"
+
+
+def _committed_at(client: Client, lake: LakeTable, version: int) -> str:
+    """The commit time of `version` as Delta's history gives it: the in-commit timestamp
+    when the table records one, else the commit file's modification time; the time of the
+    load when the log no longer holds the commit file."""
+    try:
+        found = client.command(
+            f"SELECT {COMMIT_TIME} FROM {lake.log_file_sql(version)}",  # noqa: S608 - parameters
+            parameters=lake.query_parameters(version),
+        )
+        millis = int(str(found))
+    except (DatabaseError, ValueError):
+        log.warning(
+            "no commit file for the version: its time is the load's", extra={"version": version}
+        )
+        millis = int(datetime.now(UTC).timestamp() * 1000)
+    return f"fromUnixTimestamp64Milli(toInt64({millis}), 'UTC')"
+
+
+def _stable_offsets(kafka_config: Mapping[str, Any], topic: str) -> dict[int, int]:
+    """Per partition, the end of what a read_committed reader can read now."""
+    probe = Consumer(
+        {
+            **kafka_config,
+            "group.id": "cdfbridge-bootstrap-probe",  # never joins nor commits
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        partitions = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+        return {
+            p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S)[1]
+            for p in sorted(partitions)
+        }
+    except KafkaException as exc:
+        where = str(kafka_config.get("bootstrap.servers", "?"))
+        raise client_failure(error_of(exc), where, f"reading the offsets of {topic}") from exc
+    finally:
+        probe.close()

@@ -1,0 +1,86 @@
+"""Step 2 of a rebuild (consumer/rebuild.py): where a fresh group starts filling the shadow
+table, from the topic or from the lake.
+
+- From the topic: the start of its current generation, while the topic still holds every
+  offset from there (consumer/history.py).
+- From the lake: ClickHouse loads the Delta table at the last version published
+  (consumer/bootstrap.py), and the group starts where the changes after it begin.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from confluent_kafka import TopicPartition
+
+from consumer import bootstrap, history, lake, offsets
+from consumer.dlq import DeadLetters
+from consumer.kafka import DEAD_LETTER_HEADROOM
+from consumer.registry import Schemas
+from consumer.settings import ConsumerSettings
+from consumer.writer import BatchWriter
+from schemas.clickhouse_client import connect
+from schemas.progress import Progress
+from schemas.target import Target
+
+log = logging.getLogger(__name__)
+# topic: replay the topic; lake: bootstrap from the lake; auto: the topic while it holds
+# the whole generation, else the lake.
+Source = Literal["auto", "topic", "lake"]
+
+
+@dataclass(frozen=True)
+class Filled:
+    generation: int  # the topic's generation the table holds
+    source: str  # "topic" or "lake"
+    version: int | None = None  # the Delta version loaded from the lake
+
+
+def fill(settings: ConsumerSettings, into: Target, group: str, source: Source) -> Filled:
+    """Set `group` (fresh) to start filling `into`; from the lake, load `into` first."""
+    kafka, topic = settings.kafka.client_config(), settings.consumer.topic
+    generation = Progress(kafka, topic).read().generation
+    if source != "lake":
+        _, missing = history.group_gaps(kafka, group, topic, generation)
+        if not missing:
+            starts = [TopicPartition(topic, p, o) for p, o in generation.start.items()]
+            if starts:
+                offsets.reset(kafka, group, starts)
+            return Filled(generation.number, "topic")
+        if source == "topic":
+            raise history.refusal(topic, "a rebuild", missing)
+        log.warning(
+            "the topic's history is gone: loading the table from the lake",
+            extra={"topic": topic, "gaps": ", ".join(map(str, missing))},
+        )
+    return from_lake(settings, into, group)
+
+
+def from_lake(settings: ConsumerSettings, into: Target, group: str) -> Filled:
+    kafka, topic = settings.kafka.client_config(), settings.consumer.topic
+    point = bootstrap.start_point(kafka, topic)
+    location = settings.consumer.lake_location or point.location
+    if location is None or point.hashed is None:
+        raise lake.LakeUnreadableError(
+            f"the progress of topic {topic} does not name its Delta table and hashed columns "
+            "yet: restart its producer with this release, which records them with its next "
+            "version, or set consumer.lake_location; or replay the topic: "
+            "cdfbridge-consumer rebuild --from-topic"
+        )
+    table = lake.locate(location, settings.storage)
+    create(settings, into)
+    bootstrap.load(connect(settings.clickhouse), into, table, point, set(point.hashed))
+    starts = [TopicPartition(topic, p, o) for p, o in point.offsets.items()]
+    offsets.reset(kafka, group, starts)
+    return Filled(point.generation.number, "lake", point.version)
+
+
+def create(settings: ConsumerSettings, into: Target) -> None:
+    """The table, made from the topic's latest value schema as the consumer makes it."""
+    section = settings.consumer.model_copy(update={"table": into.table})
+    each = settings.model_copy(update={"consumer": section})
+    limit = settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM
+    dead_letters = DeadLetters(settings.kafka.client_config(), limit)
+    BatchWriter.create(each, into, Schemas(settings.schema_registry.client_config()), dead_letters)

@@ -1,0 +1,47 @@
+"""Before a group reads a topic: make sure it misses nothing (consumer/history.py).
+
+- A group with offsets whose history retention has deleted is refused: its table misses
+  changes, and only a rebuild (from the lake) makes it whole again.
+- A new group starts at the topic's current generation (schemas/progress.py), not in
+  older generations' rows; when retention has deleted part of that generation, its table
+  is bootstrapped from the lake first (consumer/rebuild.py, by a group of its own) and it
+  starts where that bootstrap left off.
+
+The starts are handed to the member's assignment (consumer/rebalance.py), never committed
+for the group by an admin call: other topics' members of the same group may be running.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from consumer import history, offsets
+from consumer.rebuild import rebuild
+from consumer.settings import ConsumerSettings
+from schemas.progress import Progress
+
+log = logging.getLogger(__name__)
+
+
+def starts(settings: ConsumerSettings) -> dict[int, int]:
+    """Where each partition the group has no offset for starts."""
+    kafka, topic, group = (
+        settings.kafka.client_config(),
+        settings.consumer.topic,
+        settings.consumer.group,
+    )
+    if not offsets.exists(kafka, topic):
+        return {}  # the member waits for the topic; a new topic holds its whole history
+    generation = Progress(kafka, topic).read().generation
+    found, missing = history.group_gaps(kafka, group, topic, generation)
+    if missing and any(p.committed >= 0 for p in found):
+        raise history.refusal(topic, f"group {group}", missing)
+    if not missing:
+        return dict(generation.start)
+    log.warning(
+        "the topic's history is gone: bootstrapping the new group's table from the lake",
+        extra={"topic": topic, "group": group, "gaps": ", ".join(map(str, missing))},
+    )
+    done = rebuild(settings, f"{group}-bootstrap-{int(time.time())}", "lake", move_live=False)
+    return {p.partition: p.committed for p in offsets.positions(kafka, done.group, topic)}
