@@ -109,7 +109,7 @@ def _load(
         COMMIT_TIMESTAMP: _committed_at(client, lake, point.version),
     }
     chosen = {
-        name: metadata.get(name) or _column(name, in_lake[name], name in hashed)
+        name: metadata.get(name) or lake_column(name, in_lake[name], name in hashed)
         for name in target
         if name in metadata or name in in_lake
     }
@@ -134,7 +134,7 @@ def _load(
     return rows
 
 
-def _column(name: str, kind: str, hashed: bool) -> str:
+def lake_column(name: str, kind: str, hashed: bool) -> str:
     """A lake column as published: hashed as lowercase hex SHA-256 of its bytes (strings,
     binary) or of its decimal text (integers); NULL stays NULL."""
     if not hashed:

@@ -17,9 +17,14 @@ import logging
 import time
 
 from consumer import history, offsets
+from consumer.fill import create
+from consumer.generation import mark
 from consumer.rebuild import rebuild
 from consumer.settings import ConsumerSettings
+from schemas.clickhouse_client import connect
+from schemas.clickhouse_errors import sorted_errors
 from schemas.progress import Progress
+from schemas.target import Target, existing_columns
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,8 @@ def starts(settings: ConsumerSettings) -> dict[int, int]:
     if missing and any(p.committed >= 0 for p in found):
         raise history.refusal(topic, f"group {group}", missing)
     if not missing:
+        if generation.number and not any(p.committed >= 0 for p in found):
+            _mark_new(settings, generation.number)
         return dict(generation.start)
     log.warning(
         "the topic's history is gone: bootstrapping the new group's table from the lake",
@@ -45,3 +52,13 @@ def starts(settings: ConsumerSettings) -> dict[int, int]:
     )
     done = rebuild(settings, f"{group}-bootstrap-{int(time.time())}", "lake", move_live=False)
     return {p.partition: p.committed for p in offsets.positions(kafka, done.group, topic)}
+
+
+def _mark_new(settings: ConsumerSettings, generation: int) -> None:
+    """A table made for a new group holds the generation it starts at (consumer/generation.py)."""
+    target = Target(settings.clickhouse.database, settings.consumer.target_table)
+    with sorted_errors(settings.clickhouse.url):
+        client = connect(settings.clickhouse)
+        if existing_columns(client, target) is None:
+            create(settings, target)
+            mark(client, target, generation)

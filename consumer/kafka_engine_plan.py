@@ -6,8 +6,11 @@ and applied to ClickHouse after the target table is created or checked as the co
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
-from consumer import table
+from confluent_kafka import TopicPartition
+
+from consumer import history, offsets, table
 from consumer.kafka_engine import KafkaSource, statements
 from consumer.kafka_engine_evolve import evolve
 from consumer.registry import Schemas
@@ -17,6 +20,7 @@ from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
 from schemas.clickhouse_client import connect
 from schemas.clickhouse_errors import sorted_errors
+from schemas.progress import Progress
 from schemas.target import Target
 
 
@@ -84,10 +88,12 @@ def nullable_tuples(settings: ConsumerSettings) -> bool:
 
 
 def apply(settings: ConsumerSettings, chosen: Plan) -> None:
-    """Create (or check) the target table, bring Kafka-engine objects made from an older
-    value schema up to the latest (consumer/kafka_engine_evolve.py), then create the Kafka
-    table and its views where missing."""
+    """Check that the topic holds what the engine's group needs, create (or check) the
+    target table, bring Kafka-engine objects made from an older value schema up to the
+    latest (consumer/kafka_engine_evolve.py), then create the Kafka table and its views
+    where missing."""
     client = connect(settings.clickhouse)
+    _first_read(settings.kafka.client_config(), chosen.source.topic, chosen.source.group)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(
             client,
@@ -103,3 +109,19 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         chosen = replace(chosen, source=replace(source, group=group))
         for statement in chosen.statements(reveal_secrets=True)[2:]:
             client.command(statement)
+
+
+def _first_read(kafka: dict[str, Any], topic: str, group: str) -> None:
+    """The engine's group must find the topic's history it needs (consumer/history.py); a
+    new one is set to the start of the topic's current generation, not older ones' rows."""
+    generation = Progress(kafka, topic).read().generation
+    found, missing = history.group_gaps(kafka, group, topic, generation)
+    if missing:
+        gone = history.refusal(topic, f"the Kafka engine's group {group}", missing)
+        raise history.HistoryGoneError(
+            f"{gone} Then apply again: cdfbridge-consumer --group {group} bootstrap leaves "
+            "the group where the table ends"
+        )
+    if generation.start and all(p.committed < 0 for p in found):
+        starts = [TopicPartition(topic, p, o) for p, o in generation.start.items()]
+        offsets.reset(kafka, group, starts)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from consumer.first_read import starts
+from consumer import auto_rebuild
 from consumer.health import serve
 from consumer.loop import Pipeline
 from consumer.metrics import Collectors, Metrics
@@ -34,7 +34,6 @@ from consumer.topics import resolve
 from schemas.cli import exit_code
 from schemas.errors import CdfBridgeError
 from schemas.kafka_errors import error_of, passing
-from schemas.retry import Stopped, retrying
 
 log = logging.getLogger(__name__)
 # The worst exit code first: settings or credentials, then data or tables that need a fix,
@@ -88,7 +87,7 @@ class Consumers:
         """Run every pipeline until stopped (or caught up); returns the topics that stopped
         on an error. A single pipeline runs on the calling thread and raises its error."""
         if len(self.pipelines) == 1:
-            self._first_read(self.pipelines[0])
+            auto_rebuild.serve(self.pipelines[0], self._renew)
             return []
         threads = [
             threading.Thread(
@@ -106,7 +105,7 @@ class Consumers:
     def _run_one(self, pipeline: Pipeline) -> None:
         topic = pipeline.settings.consumer.topic
         try:
-            self._first_read(pipeline)
+            auto_rebuild.serve(pipeline, self._renew)
         except BaseException as exc:  # noqa: BLE001 - kept for the exit code, the rest go on
             pipeline.metrics.failed(exc)
             unexpected = not isinstance(exc, CdfBridgeError | KafkaException)
@@ -118,16 +117,14 @@ class Consumers:
             with self._lock:
                 self.failures.append(Failure(topic, exc))
 
-    @staticmethod
-    def _first_read(pipeline: Pipeline) -> None:
-        """Where the group starts where it has no offsets (consumer/first_read.py), then run."""
-        c = pipeline.settings.consumer
-        wait = retrying("Kafka", max_backoff_s=c.max_backoff_seconds, stop=pipeline.stopping)
-        try:
-            pipeline.rebalance.first = wait(starts, pipeline.settings)
-        except Stopped:
-            return
-        pipeline.run()
+    def _renew(self, pipeline: Pipeline) -> Pipeline:
+        """A pipeline like `pipeline` (stopped), in its place: stop() reaches the new one."""
+        fresh = Pipeline(
+            pipeline.settings, until_caught_up=pipeline.until_caught_up, metrics=pipeline.metrics
+        )
+        with self._lock:
+            self.pipelines[self.pipelines.index(pipeline)] = fresh
+        return fresh
 
 
 def run(settings: ConsumerSettings, *, until_caught_up: bool = False) -> list[Failure]:

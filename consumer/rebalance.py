@@ -5,8 +5,9 @@ Cooperative-sticky assignment moves only the partitions that change owner:
   librdkafka, which spares it a second look-up (and its 100 ms wait before resetting a
   partition without one); a recorded batch end is cut at again. One the group has no
   offset for starts at `first` (consumer/first_read.py: its generation's start, or where a
-  bootstrap from the lake left off), committed at once so a restart starts there too; else
-  at the earliest;
+  bootstrap from the lake left off), and any in `moved` where a rebuild of its table left
+  off (consumer/auto_rebuild.py); both committed at once, so a restart starts there too.
+  Else a partition starts at the earliest;
 - revoked: what was read of them is written and committed before they go;
 - lost (this member was dropped from the group, e.g. frozen past the session timeout):
   their buffers are dropped unwritten, since another member may already read them.
@@ -33,6 +34,9 @@ class Rebalance:
         self.owner: Uncommitted | None = None
         self.joined = False  # the group has handed this member its (maybe empty) assignment
         self.first: dict[int, int] = {}  # partition → offset, for one without a committed one
+        # partition → offset, whatever the group committed: where a rebuild left off
+        # (consumer/auto_rebuild.py); committed on assignment, once.
+        self.moved: dict[int, int] = {}
 
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.joined = True
@@ -54,6 +58,14 @@ class Rebalance:
             consumer.commit(offsets=list(fresh.values()), asynchronous=False)
             log.info("first offsets committed", extra=_where(list(fresh.values())))
         return [fresh.get((tp.topic, tp.partition), tp) for tp in committed]
+
+    def _start(self, committed: TopicPartition) -> int | None:
+        """Where a partition starts when not at its committed offset."""
+        if committed.partition in self.moved:
+            return self.moved.pop(committed.partition)
+        if committed.offset < 0:
+            return self.first.get(committed.partition)
+        return None
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self.owner is not None:

@@ -17,7 +17,7 @@ import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import NoDecode
@@ -67,6 +67,10 @@ class ConsumerSection(Section):
     # 0 disables the /metrics and /health endpoint.
     metrics_port: int = Field(default=9465, ge=0, le=65535)
     max_backoff_seconds: float = Field(default=30.0, gt=0)
+    # auto: rebuild a table by itself when its topic starts a new generation (a producer
+    # resync), from the lake where ClickHouse reads the Delta table, while the other topics
+    # flow; manual: `status` says to run `rebuild`.
+    rebuild: Literal["manual", "auto"] = "manual"
     # Where ClickHouse reads the Delta table for a bootstrap from the lake, when it differs
     # from the location the producer names in the topic's progress (one topic only).
     lake_location: str = ""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from clickhouse_connect.driver.client import Client
 
-from consumer import offsets
+from consumer import history, offsets
 from consumer.generation import held
 from consumer.kafka_engine_evolve import built_from
 from consumer.registry import Schemas
@@ -37,6 +37,7 @@ class Status:
     # none exist), and the topic's latest.
     engine_schema: int | None = None
     latest_schema: int | None = None
+    retention: str | None = None  # what deletes the topic's history (consumer/history.py)
 
     @property
     def lag(self) -> int:
@@ -66,6 +67,14 @@ class Status:
                 f"{made}, the latest is {self.latest_schema}; bring them up to date "
                 f"(cdfbridge-consumer --topic {self.topic} kafka-engine-ddl --apply)"
             )
+        gaps = history.gaps(self.partitions, self.generation)
+        if gaps:
+            out.append(
+                f"history gone: {'; '.join(map(str, gaps))}; a replay of topic {self.topic} "
+                f"would be incomplete: {history.BOOTSTRAP_HINT}"
+            )
+        if self.retention:
+            out.append(f"warning: topic {self.topic}: {self.retention}")
         if self.rows is not None and self.held < self.generation.number:
             out.append(
                 f"table {self.table} holds generation {self.held}, from before a resync: "
@@ -103,6 +112,7 @@ def status(settings: ConsumerSettings) -> Status:
         table_holds,
         engine,
         latest,
+        history.retention(settings.kafka.client_config(), c.topic),
     )
 
 

@@ -31,6 +31,7 @@ from producer.prefetch import Prefetch
 from producer.publish import Publisher
 from producer.registry import TopicSchemas
 from producer.resync import Resyncs
+from producer.self_resync import resyncs_itself
 from producer.settings import ProducerSettings
 from producer.slices import Slice
 from producer.source import DeltaSource
@@ -103,13 +104,16 @@ def follow_table(
     starting over on each resync request; raises CdfBridgeErrors, the object store's
     failures named. kafka: its Kafka side, set up already (or being set up)."""
     topic = settings.source.topic_name
-    steps = steps or Waterfall(topic)
+    steps, resynced = steps or Waterfall(topic), False
     while True:
         halt = resyncs.rearm(topic)
         try:
             _follow(settings, spark, halt, resyncs, steps, kafka)
-        except CdfBridgeError:
-            raise
+        except CdfBridgeError as exc:
+            if resynced or not resyncs_itself(exc, settings):
+                raise
+            resynced, kafka = True, None  # at most once a start: a failing resync stops
+            continue
         except Exception as exc:
             # Spark's and Delta's errors, raised here or in the reader: the store's are named.
             failure = storage_error(exc, settings.source.table, settings.storage.endpoint)

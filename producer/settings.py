@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
@@ -42,6 +42,9 @@ class SourceSection(Section):
     # Columns never published, and columns published as the SHA-256 hex of their value.
     exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
     hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # What a change the producer cannot follow does (a column dropped, renamed or retyped,
+    # a vacuumed history): stop the table until `cdfbridge-producer resync`, or resync it.
+    on_incompatible_change: Literal["stop", "resync"] = "stop"
 
     _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
         comma_list

@@ -20,7 +20,7 @@ id, progress record, subjects, dead-letter topic and ClickHouse table.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
@@ -58,6 +58,7 @@ class TableEntry(Section):
     partitions: int | None = Field(default=None, gt=0)
     exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
     hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    on_incompatible_change: Literal["stop", "resync"] | None = None
     target: str = ""
     order_by: Annotated[list[str], NoDecode] = Field(default_factory=list)
     partition_by: str = ""

@@ -18,7 +18,7 @@ def test_a_batch_log_line_is_json_with_its_fields() -> None:
     assert (line["partition"], line["rows"], line["insert_ms"], line["lag"]) == (2, 100, 12.5, 0)
 
 
-def test_status_lines_show_lag_per_partition_and_a_missing_table() -> None:
+def test_status_lines_show_lag_per_partition_a_missing_table_and_history_gone() -> None:
     status = Status(
         group="g",
         topic="t",
@@ -34,6 +34,9 @@ def test_status_lines_show_lag_per_partition_and_a_missing_table() -> None:
         "  partition 0: committed 5, end 8, lag 3",
         "  partition 1: committed none, end 4, lag 2",
         "table `db`.`t`: does not exist",
+        "history gone: partition 1 needs offset 0, holds 2 on; a replay of topic t would be "
+        "incomplete: load the table from the Delta table instead: cdfbridge-consumer rebuild "
+        "--from-lake (bootstrap, for a new group)",
     ]
 
 

@@ -1,0 +1,104 @@
+"""One row per case: how ClickHouse is told to read a Delta table (secrets as query
+parameters only), which partitions lack history a reader needs, and hashed columns in SQL."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import SecretStr
+
+from consumer.bootstrap import lake_column
+from consumer.history import Gap, gaps
+from consumer.lake import LakeUnreadableError, locate
+from consumer.offsets import PartitionOffsets
+from schemas.progress import Generation
+from schemas.storage import StorageSettings
+
+MINIO = StorageSettings(
+    endpoint="http://127.0.0.1:9300",
+    path_style_access=True,
+    allow_http=True,
+    access_key_id=SecretStr("key-id"),
+    secret_access_key=SecretStr("very-secret"),
+)
+
+
+@pytest.mark.parametrize(
+    ("location", "storage", "function", "root"),
+    [
+        ("/lake/orders", StorageSettings(), "deltaLakeLocal", "/lake/orders/"),
+        ("file:///lake/my%20orders/", StorageSettings(), "deltaLakeLocal", "/lake/my orders/"),
+        ("s3a://bucket/t/orders", MINIO, "deltaLake", "http://127.0.0.1:9300/bucket/t/orders/"),
+        (
+            "s3://bucket/orders",
+            StorageSettings(region="eu-west-1"),
+            "deltaLake",
+            "https://bucket.s3.eu-west-1.amazonaws.com/orders/",
+        ),
+        (
+            "s3://bucket/orders",
+            StorageSettings(endpoint="https://s3.example.com"),
+            "deltaLake",
+            "https://bucket.s3.example.com/orders/",
+        ),
+    ],
+)
+def test_locations_clickhouse_reads(
+    location: str, storage: StorageSettings, function: str, root: str
+) -> None:
+    table = locate(location, storage)
+    assert (table.function, table.root) == (function, root)
+    assert table.query_parameters(3)["lake_commit"] == f"{root}_delta_log/{3:020d}.json"
+
+
+def test_credentials_are_query_parameters_never_statement_text() -> None:
+    table = locate("s3a://bucket/orders", MINIO)
+    text = table.table_sql() + table.log_file_sql(7)
+    assert "very-secret" not in text and "key-id" not in text
+    assert (
+        table.table_sql()
+        == "deltaLake({lake_root:String}, {lake_key_id:String}, {lake_secret:String})"
+    )
+    assert table.query_parameters(7)["lake_secret"] == "very-secret"
+    assert "very-secret" not in repr(table)
+
+
+@pytest.mark.parametrize(
+    "location", ["abfss://c@account.dfs.core.windows.net/t", "main.sales.orders", "gs://b/t"]
+)
+def test_locations_clickhouse_cannot_read_are_refused_naming_the_topic_path(location: str) -> None:
+    with pytest.raises(LakeUnreadableError, match="rebuild --from-topic"):
+        locate(location, StorageSettings())
+
+
+def _at(partition: int, committed: int, low: int) -> PartitionOffsets:
+    return PartitionOffsets(partition, committed, low, high=100)
+
+
+@pytest.mark.parametrize(
+    ("found", "generation", "expected"),
+    [
+        ([_at(0, -1001, 0)], Generation(), []),  # a new group, history whole
+        ([_at(0, -1001, 5)], Generation(), [Gap(0, 0, 5)]),  # a new group, start deleted
+        ([_at(0, -1001, 5)], Generation(1, {0: 7}), []),  # only older generations deleted
+        ([_at(0, -1001, 9)], Generation(1, {0: 7}), [Gap(0, 7, 9)]),
+        ([_at(0, 12, 9)], Generation(1, {0: 7}), []),  # a group with offsets it still finds
+        ([_at(0, 8, 9), _at(1, 50, 9)], Generation(), [Gap(0, 8, 9)]),  # offline too long
+    ],
+)
+def test_history_gaps(
+    found: list[PartitionOffsets], generation: Generation, expected: list[Gap]
+) -> None:
+    assert gaps(found, generation) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "hashed", "sql"),
+    [
+        ("Nullable(String)", False, "`email`"),
+        ("Nullable(String)", True, "lower(hex(SHA256(`email`)))"),
+        ("Nullable(Int64)", True, "lower(hex(SHA256(toString(`email`))))"),
+        ("Int16", True, "lower(hex(SHA256(toString(`email`))))"),
+    ],
+)
+def test_hashed_columns_as_the_producer_hashes_them(kind: str, hashed: bool, sql: str) -> None:
+    assert lake_column("email", kind, hashed) == sql
