@@ -7,7 +7,11 @@ updated and 1% deleted, as in producer_bench.py) is replicated twice, in the sam
 1. direct: delta-rs `load_cdf` → ClickHouse `insert_arrow`, no Kafka, which is what
    ClickHouse's reference script does;
 2. cdfbridge: `cdfbridge-producer --until-version` and `cdfbridge-consumer run` started
-   together (cold), until ClickHouse holds every change; then `cdfbridge-verify`.
+   together (cold), until ClickHouse holds every change; then `cdfbridge-verify`;
+3. bootstrap: a new subscriber of the topic 2. published, `cdfbridge-consumer bootstrap`
+   (a process, from start to exit): ClickHouse reads the table at the last published
+   version itself, then the group follows the topic; then `cdfbridge-verify`. The
+   producer's cost is not in it: it is paid once, for every subscriber.
 Prints rows/s of both and their ratio, the peak RSS of each stage, and writes JSON and a
 PNG to bench/results/. Services: CDFBRIDGE_* env vars, default the local stack.
 """
@@ -102,6 +106,7 @@ def pipeline(
         )
     )
     return {
+        "topic": topic,
         "rows": stored,
         "seconds": round(seconds, 1),
         "rows_per_s": round(stored / seconds),
@@ -110,6 +115,33 @@ def pipeline(
         "consumer_peak_rss_mib": peaks["consumer"].mib,
         "verify_equal": report.equal,
     }
+
+
+def bootstrap(
+    settings: ConnectionSettings, database: str, path: Path, topic: str
+) -> dict[str, Any]:
+    """A new subscriber's complete table: `cdfbridge-consumer bootstrap`, timed as a process."""
+    group = f"{topic}-bootstrap"
+    env = {
+        **os.environ,
+        "CDFBRIDGE_CLICKHOUSE__DATABASE": database,
+        "CDFBRIDGE_CONSUMER__METRICS_PORT": "0",
+        "CDFBRIDGE_CONSUMER__GROUP": group,
+    }
+    log = RESULTS / "logs" / f"{topic}.bootstrap.log"
+    began = time.monotonic()
+    done = start(["consumer", "--topic", topic, "--table", "bootstrapped", "bootstrap"], env, log)
+    if done.wait() != 0:
+        raise SystemExit(f"bootstrap failed; its log: {log}")
+    seconds = time.monotonic() - began
+    report = verify(
+        VerifySettings(
+            kafka=settings.kafka,
+            clickhouse=settings.clickhouse.model_copy(update={"database": database}),
+            verify={"table": str(path), "topic": topic, "clickhouse_table": "bootstrapped"},
+        )
+    )
+    return {"seconds": round(seconds, 1), "verify_equal": report.equal}
 
 
 def main() -> None:
@@ -123,16 +155,17 @@ def main() -> None:
     client = clickhouse_connect.get_client(dsn=settings.clickhouse.url)
     results = []
     for rows in args.rows or [1_000_000]:
-        path = args.dir / f"blog_{rows}"
+        path = (args.dir / f"blog_{rows}").resolve()  # ClickHouse reads it by this path
         last = build_table(path, rows)
         database = f"bench_e2e_{uuid.uuid4().hex[:8]}"
         client.command(f"CREATE DATABASE `{database}`")
         try:
             straight = direct(client, database, path, last)
             ours = pipeline(client, settings, database, path, last, straight["rows"])
+            lake = bootstrap(settings, database, path, ours["topic"])
         finally:
             client.command(f"DROP DATABASE `{database}`")
-        result = {"backlog_inserts": rows, "direct": straight, "cdfbridge": ours}
+        result = {"backlog_inserts": rows, "direct": straight, "cdfbridge": ours, "bootstrap": lake}
         result["ratio"] = round(ours["rows_per_s"] / straight["rows_per_s"], 3)
         results.append(result)
     headers = (
@@ -145,6 +178,9 @@ def main() -> None:
         "producer peak RSS MiB",
         "consumer peak RSS MiB",
         "verify",
+        "direct s",
+        "bootstrap s",
+        "bootstrap verify",
     )
     print(
         table(
@@ -160,6 +196,9 @@ def main() -> None:
                     r["cdfbridge"]["producer_peak_rss_mib"],
                     r["cdfbridge"]["consumer_peak_rss_mib"],
                     "equal" if r["cdfbridge"]["verify_equal"] else "NOT EQUAL",
+                    r["direct"]["seconds"],
+                    r["bootstrap"]["seconds"],
+                    "equal" if r["bootstrap"]["verify_equal"] else "NOT EQUAL",
                 )
                 for r in results
             ],

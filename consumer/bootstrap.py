@@ -11,7 +11,8 @@ The steps, in this order (consumer/rebuild.py runs them into its shadow table):
    snapshot's rows: schemas/changes.py);
 3. INSERT … SELECT the table at version N into the target, `_change_type` 'snapshot' at
    version N, excluded columns left out (they are not in the target), hashed columns
-   hashed as the producer hashes them (schemas/column_policy.py);
+   hashed as the producer hashes them (schemas/column_policy.py); refused where a NULL
+   struct may have been read as a struct of NULLs (consumer/lake_structs.py);
 4. the caller sets its group's offsets to step 1's and follows the topic.
 """
 
@@ -28,6 +29,7 @@ from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import DatabaseError
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from consumer import lake_structs
 from consumer.lake import LakeTable, LakeUnreadableError
 from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, SNAPSHOT
 from schemas.clickhouse import literal, quote
@@ -96,7 +98,13 @@ def load(client: Client, into: Target, lake: LakeTable, point: StartPoint, hashe
 def _load(
     client: Client, into: Target, lake: LakeTable, point: StartPoint, hashed: set[str]
 ) -> int:
-    settings = {"delta_lake_snapshot_version": point.version, "insert_deduplicate": 0}
+    settings = {
+        "delta_lake_snapshot_version": point.version,
+        "insert_deduplicate": 0,
+        # The reader's own types, converted by the insert: asked for the table's
+        # Nullable(Tuple), ClickHouse's Parquet reader refuses a struct column.
+        "use_structure_from_insertion_table_in_table_functions": 0,
+    }
     parameters = lake.query_parameters(point.version)
     described = client.query(
         f"DESCRIBE TABLE {lake.table_sql()}", parameters=parameters, settings=settings
@@ -121,6 +129,7 @@ def _load(
         parameters=parameters,
         settings=settings,
     )
+    lake_structs.check(client, into, target, lake.location)
     rows = int(str(client.command(f"SELECT count() FROM {into.name}")))  # noqa: S608 - quoted
     log.info(
         "loaded from the lake",

@@ -42,6 +42,10 @@ class Rebalance:
         self.joined = True
         if self.owner is None:  # closed by start-up before any read: nothing to start
             return
+        if not partitions:
+            # Another member's rebalance hands this one nothing new. Asking for the committed
+            # offsets of no partition waits out the timeout when it comes during close().
+            return
         committed = self._first(consumer, consumer.committed(partitions, timeout=TIMEOUT_S))
         consumer.incremental_assign(self.owner.assign(committed))
         log.info("assigned", extra=_where(partitions))

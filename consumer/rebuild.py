@@ -87,8 +87,12 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
         )
     client = connect(settings.clickhouse)
     _drop(client, shadow)  # 1.
-    filled = fill.fill(settings, shadow, group, source)  # 2.
-    _catch_up(settings, shadow, group)
+    try:
+        filled = fill.fill(settings, shadow, group, source)  # 2.
+        _catch_up(settings, shadow, group)
+    except BaseException:
+        _drop(client, shadow)  # nothing half-filled is left behind
+        raise
     existed = existing_columns(client, target) is not None
     mark(client, shadow, filled.generation)  # 3.
     if existed:

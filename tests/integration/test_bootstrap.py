@@ -5,6 +5,7 @@ the live group goes on after a rebuild from where the new table ends."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -15,6 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from consumer import kafka_engine_plan, offsets
 from consumer.history import HistoryGoneError
+from consumer.lake import LakeUnreadableError
 from consumer.loop import Pipeline
 from consumer.process import run
 from consumer.rebuild import rebuild
@@ -26,7 +28,8 @@ from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_column_policy import POLICY, customers
 from tests.integration.test_object_storage import EVERY_KIND, finished, producer, write
 from tests.integration.test_object_storage import verify as verify_s3
-from tests.producer_helpers import append, publish
+from tests.integration.test_verify import NULLS, ROW, TYPES
+from tests.producer_helpers import append, create_table, publish
 from verify.check import verify
 from verify.settings import VerifySettings
 
@@ -231,3 +234,45 @@ def _wait(condition: Any, timeout_s: float = 60) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.5)
+
+
+def test_every_type_loads_from_the_lake_as_the_topic_writes_it(
+    spark: Any, endpoints: Endpoints, tmp_path: Any, ch_database: str, clickhouse: Any
+) -> None:
+    path = str(tmp_path / "types")
+    create_table(spark, path, TYPES)
+    rows = [ROW.format(id=i) for i in range(3)] + [NULLS.format(id="n")]
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES {', '.join(rows)}")
+    spark.sql(f"UPDATE delta.`{path}` SET f = 2.5, m = map('c', 3.0) WHERE id = '1'")
+    topic = publish(spark, endpoints, path, "id", until_version=2)
+    from_lake = consumer_settings(endpoints, topic, ch_database, table="t")
+    from_topic = consumer_settings(endpoints, topic, ch_database, table="r", group=unique("g"))
+
+    # ClickHouse reads row n's NULL struct as a struct of NULL fields: refused, not loaded.
+    with pytest.raises(LakeUnreadableError, match=r"in st \(1 rows\).*--from-topic"):
+        rebuild(from_lake, source="lake")
+    assert not clickhouse.command(f"EXISTS TABLE `{ch_database}`.t__rebuild")
+
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 'n'")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=3)
+    assert rebuild(from_lake, source="lake").source == "lake"
+    assert rebuild(from_topic, source="topic").source == "topic"
+
+    _verify_plain(endpoints, ch_database, path, topic)
+    columns = clickhouse.query(
+        "SELECT name FROM system.columns WHERE database = {d:String} AND table = 't' "
+        "AND NOT startsWith(name, '_') ORDER BY position",
+        parameters={"d": ch_database},
+    ).result_rows
+    select = ", ".join(f"toJSONString(`{name}`)" for (name,) in columns)
+    read = [
+        [
+            [json.loads(value) for value in row]  # maps as dicts: their entries' order aside
+            for row in clickhouse.query(
+                f"SELECT {select} FROM `{ch_database}`.`{table}_current` ORDER BY id"  # noqa: S608
+            ).result_rows
+        ]
+        for table in ("t", "r")
+    ]
+    assert len(columns) == 11 and len(read[0]) == 3
+    assert read[0] == read[1]  # the lake's rows are the topic's, column for column

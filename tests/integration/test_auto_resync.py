@@ -1,0 +1,104 @@
+"""Resync without an operator: a column renamed under column mapping makes the producer
+(on_incompatible_change = "resync") start a new generation by itself, and the consumer
+(rebuild = "auto") rebuild that table from the lake, while another table of the same
+producer and consumer keeps flowing. Nobody runs a command."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.process import Consumers
+from consumer.topics import resolve
+from producer.generate import Generator
+from schemas.errors import CdfBridgeError
+from schemas.progress import Progress
+from schemas.settings import KafkaConfig
+from tests.conftest import unique
+from tests.endpoints import Endpoints
+from tests.integration.consumer_support import settings as consumer_settings
+from tests.integration.test_column_mapping import create_mapped
+from tests.integration.test_many_tables import _run_into, _wait_for
+from verify.check import verify
+from verify.settings import VerifySettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+log = logging.getLogger(__name__)
+
+
+def _equal(endpoints: Endpoints, database: str, path: str, topic: str) -> bool:
+    settings = VerifySettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        clickhouse={"url": endpoints.clickhouse, "database": database},
+        verify={"table": path, "topic": topic, "latest": True},
+    )
+    try:
+        return verify(settings).equal
+    except CdfBridgeError:  # nothing published or consumed yet
+        return False
+
+
+def _arrived(clickhouse: Any, target: str, version: int) -> bool:
+    return int(clickhouse.command(f"SELECT max(_commit_version) FROM {target}")) >= version
+
+
+def test_a_renamed_column_is_resynced_and_rebuilt_with_no_command_while_another_table_flows(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, clickhouse: Any
+) -> None:
+    mapped, flowing = str(tmp_path / "mapped"), str(tmp_path / "flowing")
+    create_mapped(spark, mapped)
+    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('1', 'ann', 30), ('2', 'bob', 40)")
+    generator = Generator(flowing, seed=5)
+    generator.commit("insert", rows=20)
+    topics = {"mapped": unique("auto_m"), "flowing": unique("auto_f")}
+    entries = [
+        {"table": mapped, "primary_key": "id", "topic": topics["mapped"]},
+        {"table": flowing, "primary_key": "id", "topic": topics["flowing"]},
+    ]
+    entries[0]["on_incompatible_change"] = "resync"
+    stop, raised = threading.Event(), list[BaseException]()
+    producer = threading.Thread(target=_run_into, args=(endpoints, entries, spark, stop, raised))
+    settings = consumer_settings(endpoints, topics["mapped"], ch_database, rebuild="auto")
+    section = settings.consumer.model_copy(update={"topic": "", "topics": list(topics.values())})
+    consumers = Consumers(resolve(settings.model_copy(update={"consumer": section})))
+    consumer = threading.Thread(target=consumers.run)
+    producer.start()
+    consumer.start()
+    try:
+        for name, path in (("mapped", mapped), ("flowing", flowing)):
+            equal = partial(_equal, endpoints, ch_database, path, topics[name])
+            _wait_for(equal, f"{name} equal", 180)
+
+        spark.sql(f"ALTER TABLE delta.`{mapped}` RENAME COLUMN name TO full_name")
+        spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('3', 'cy', 50)")
+        kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+        target = f"`{ch_database}`.`{topics['flowing']}`"
+        lags, began = [], time.monotonic()
+        while not _equal(endpoints, ch_database, mapped, topics["mapped"]):
+            assert time.monotonic() - began < 240, "the renamed table never became equal"
+            committed = generator.commit("update", rows=5)  # the other table flows meanwhile
+            at = time.monotonic()
+            arrived = partial(_arrived, clickhouse, target, committed)
+            _wait_for(arrived, "the flowing table's commit", 120)
+            lags.append(round(time.monotonic() - at, 2))
+        log.warning("flowing table: seconds from commit to ClickHouse meanwhile: %s", lags)
+        print(f"flowing table, seconds from commit to ClickHouse during the rebuild: {lags}")
+
+        assert Progress(kafka, topics["mapped"]).read().generation.number == 1
+        assert Progress(kafka, topics["flowing"]).read().generation.number == 0
+        names = clickhouse.query(
+            f"SELECT id, full_name FROM `{ch_database}`.`{topics['mapped']}_current` ORDER BY id"
+        ).result_rows
+        assert names == [("1", "ann"), ("2", "bob"), ("3", "cy")]
+    finally:
+        stop.set()
+        consumers.stop()
+        producer.join(60)
+        consumer.join(60)
+    assert raised == [] and consumers.failures == []
