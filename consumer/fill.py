@@ -10,6 +10,7 @@ table, from the topic or from the lake.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,8 +42,8 @@ class Filled:
 def fill(settings: ConsumerSettings, into: Target, group: str, source: Source) -> Filled:
     """Set `group` (fresh) to start filling `into`; from the lake, load `into` first."""
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
-    generation = Progress(kafka, topic).read().generation
     if source != "lake":
+        generation = Progress(kafka, topic).read().generation
         _, missing = history.group_gaps(kafka, group, topic, generation)
         if not missing:
             starts = [TopicPartition(topic, p, o) for p, o in generation.start.items()]
@@ -60,6 +61,7 @@ def fill(settings: ConsumerSettings, into: Target, group: str, source: Source) -
 
 def from_lake(settings: ConsumerSettings, into: Target, group: str) -> Filled:
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
+    asked = time.monotonic()
     point = bootstrap.start_point(kafka, topic)
     location = settings.consumer.lake_location or point.location
     if location is None or point.hashed is None:
@@ -70,10 +72,23 @@ def from_lake(settings: ConsumerSettings, into: Target, group: str) -> Filled:
             "cdfbridge-consumer rebuild --from-topic"
         )
     table = lake.locate(location, settings.storage)
+    began = time.monotonic()
     create(settings, into)
+    created = time.monotonic()
     bootstrap.load(connect(settings.clickhouse), into, table, point, set(point.hashed))
+    loaded = time.monotonic()
     starts = [TopicPartition(topic, p, o) for p, o in point.offsets.items()]
     offsets.reset(kafka, group, starts)
+    log.info(
+        "filled from the lake",
+        extra={
+            "topic": topic,
+            "start_point_s": round(began - asked, 2),
+            "create_s": round(created - began, 2),
+            "load_s": round(loaded - created, 2),
+            "offsets_s": round(time.monotonic() - loaded, 2),
+        },
+    )
     return Filled(point.generation.number, "lake", point.version)
 
 

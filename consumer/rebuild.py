@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from clickhouse_connect.driver.client import Client
 
@@ -51,6 +53,7 @@ class Rebuilt:
     generation: int = 0
     source: str = "topic"
     version: int | None = None  # the Delta version loaded from the lake
+    seconds: dict[str, float] = field(default_factory=dict)  # per step
 
 
 def rebuild(
@@ -85,27 +88,32 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
             f"group {live} is running: stop its consumers (of every topic it reads) first, "
             "then rebuild; the rebuild moves the group to where the new table ends"
         )
-    client = connect(settings.clickhouse)
+    client, took = connect(settings.clickhouse), dict[str, float]()
     _drop(client, shadow)  # 1.
     try:
-        filled = fill.fill(settings, shadow, group, source)  # 2.
-        _catch_up(settings, shadow, group)
+        with _timed(took, "fill"):
+            filled = fill.fill(settings, shadow, group, source)  # 2.
+        with _timed(took, "catch_up"):
+            _catch_up(settings, shadow, group)
     except BaseException:
         _drop(client, shadow)  # nothing half-filled is left behind
         raise
-    existed = existing_columns(client, target) is not None
-    mark(client, shadow, filled.generation)  # 3.
-    if existed:
-        client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
-    else:
-        client.command(f"RENAME TABLE {shadow.name} TO {target.name}")
-    client.command(table.current_view_sql(target))
-    _catch_up(settings, target, group)  # 4.
-    _drop(client, shadow)  # 5.
-    if move_live:  # 6.
-        offsets.copy(kafka, settings.consumer.topic, group, live)
+    with _timed(took, "swap"):
+        existed = existing_columns(client, target) is not None
+        mark(client, shadow, filled.generation)  # 3.
+        if existed:
+            client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
+        else:
+            client.command(f"RENAME TABLE {shadow.name} TO {target.name}")
+        client.command(table.current_view_sql(target))
+    with _timed(took, "catch_up_after_swap"):
+        _catch_up(settings, target, group)  # 4.
+    with _timed(took, "drop_and_move"):
+        _drop(client, shadow)  # 5.
+        if move_live:  # 6.
+            offsets.copy(kafka, settings.consumer.topic, group, live)
     rows = int(str(client.command(f"SELECT count() FROM {target.name}")))  # noqa: S608 - quoted
-    done = Rebuilt(target.name, group, rows, filled.generation, filled.source, filled.version)
+    done = Rebuilt(target.name, group, rows, filled.generation, filled.source, filled.version, took)
     log.info(
         "rebuilt",
         extra={
@@ -114,12 +122,26 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
             "rows": rows,
             "generation": done.generation,
             "source": done.source,
+            "seconds": took,
         },
     )
     return done
 
 
+@contextmanager
+def _timed(took: dict[str, float], step: str) -> Iterator[None]:
+    began = time.monotonic()
+    yield
+    took[step] = round(time.monotonic() - began, 2)
+
+
 def _catch_up(settings: ConsumerSettings, into: Target, group: str) -> None:
+    """Consume into `into` until the group is at the end; nothing to do (no consumer joins)
+    when a read_committed reader finds nothing after the group's offsets."""
+    kafka, topic = settings.kafka.client_config(), settings.consumer.topic
+    found = offsets.positions(kafka, group, topic)
+    if found and all(p.committed >= 0 and p.lag == 0 for p in found):
+        return
     section = settings.consumer.model_copy(update={"table": into.table, "group": group})
     Pipeline(settings.model_copy(update={"consumer": section}), until_caught_up=True).run()
 

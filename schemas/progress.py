@@ -174,6 +174,8 @@ class Progress:
                 # The end is signalled, not compared with the high watermark: the last
                 # offsets of a transactional topic are commit markers no poll returns.
                 "enable.partition.eof": True,
+                # At the end, the broker answers at once instead of waiting 500 ms for more.
+                "fetch.wait.max.ms": 10,
             }
         )
         where = str(self.kafka_config.get("bootstrap.servers", "?"))
