@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from consumer import cli as consumer_cli
+from consumer import commands as consumer_commands
 from consumer.errors import CommitRefusedError, KafkaFatalError, RegistryUnavailableError
 from producer.errors import FencedError
 from schemas.cli import run_command
@@ -76,7 +77,7 @@ def command_raising(error: Exception) -> Callable[..., int]:
 def test_the_consumer_command_uses_the_same_mapping(
     error: Exception, code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(consumer_cli.COMMANDS, "status", command_raising(error))
+    monkeypatch.setitem(consumer_commands.COMMANDS, "status", command_raising(error))
 
     assert consumer_cli.main(["--topic", "cdfbridge.orders", "status"]) == code
     assert capsys.readouterr().err.startswith("cdfbridge-consumer: ")

@@ -146,3 +146,29 @@ def test_latest_reaches_every_listed_table_and_excludes_a_version() -> None:
     assert [s.verify.latest for s in every] == [True, True]
     with pytest.raises(ValidationError, match="--version or --latest"):
         VerifySettings(verify={"table": "/t", "latest": True, "version": 3})
+
+
+def test_resync_and_rebuild_settings_default_to_an_operator_and_a_replayable_topic() -> None:
+    lake = ProducerSettings(
+        tables=[
+            {"table": "/data/a", "primary_key": "id", "on_incompatible_change": "resync"},
+            {"table": "/data/b", "primary_key": "id"},
+        ],
+    )
+    a, b = lake.sources()
+
+    assert (a.on_incompatible_change, b.on_incompatible_change) == ("resync", "stop")
+    assert b.topic_config == {"cleanup.policy": "compact"}
+    with pytest.raises(ValidationError, match="on_incompatible_change"):
+        TableEntry(table="/data/c", primary_key=["id"], on_incompatible_change="skip")
+
+
+def test_the_consumer_rebuilds_by_hand_unless_told_and_reads_the_storage_section() -> None:
+    from consumer.settings import load
+    from schemas.errors import ConfigError
+
+    settings = load(topic_flags=["cdfbridge.orders"])
+    assert (settings.consumer.rebuild, settings.consumer.lake_location) == ("manual", "")
+    assert load(topic_flags=["t"], rebuild="auto").consumer.rebuild == "auto"
+    with pytest.raises(ConfigError, match="consumer.rebuild"):
+        load(topic_flags=["t"], rebuild="sometimes")
