@@ -9,6 +9,7 @@ from pydantic import SecretStr
 from consumer.bootstrap import lake_column
 from consumer.history import Gap, gaps
 from consumer.lake import LakeUnreadableError, locate
+from consumer.lake_structs import ambiguous
 from consumer.offsets import PartitionOffsets
 from schemas.progress import Generation
 from schemas.storage import StorageSettings
@@ -102,3 +103,47 @@ def test_history_gaps(
 )
 def test_hashed_columns_as_the_producer_hashes_them(kind: str, hashed: bool, sql: str) -> None:
     assert lake_column("email", kind, hashed) == sql
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "unclear"),
+    [
+        ("Nullable(Tuple(a Nullable(Int32), m Map(String, Int32)))", "(NULL, map())", 1),
+        ("Nullable(Tuple(a Nullable(Int32), m Map(String, Int32)))", "(1, map())", 0),
+        (
+            "Array(Nullable(Tuple(x Nullable(Int32), t Array(String))))",
+            "[(1, ['a']), (NULL, [])]",
+            1,
+        ),
+        ("Array(Nullable(Tuple(x Nullable(Int32), t Array(String))))", "[(1, ['a'])]", 0),
+        (
+            "Tuple(a Array(Nullable(Tuple(b Nullable(Tuple(c Int32))))))",
+            "tuple([tuple(tuple(0))])",
+            1,
+        ),
+        (
+            "Tuple(a Array(Nullable(Tuple(b Nullable(Tuple(c Int32))))))",
+            "tuple([tuple(tuple(5))])",
+            0,
+        ),
+        ("Map(String, Nullable(Tuple(c Nullable(Int32))))", "map('k', tuple(NULL))", 1),
+        ("Map(String, Nullable(Tuple(c Nullable(Int32))))", "map('k', tuple(1))", 0),
+    ],
+)
+def test_a_struct_that_may_have_been_null_is_found_at_any_depth(
+    kind: str, value: str, unclear: int
+) -> None:
+    """Evaluated by ClickHouse's own engine (chdb, in process)."""
+    import chdb
+
+    condition = ambiguous("v", kind)
+    query = (
+        f"SELECT countIf({condition}) FROM (SELECT CAST({value}, '{kind}') AS v) "  # noqa: S608
+        "SETTINGS enable_nullable_tuple_type = 1, allow_experimental_nullable_tuple_type = 1"
+    )
+    assert int(str(chdb.query(query, "CSV")).strip()) == unclear  # type: ignore[no-untyped-call]
+
+
+def test_types_without_a_nullable_struct_need_no_check() -> None:
+    for kind in ("String", "Nullable(Int64)", "Array(Tuple(a Int32))", "Map(String, Float64)"):
+        assert ambiguous("v", kind) == ""
