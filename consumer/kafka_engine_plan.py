@@ -13,6 +13,7 @@ from confluent_kafka import TopicPartition
 from consumer import history, offsets, table
 from consumer.kafka_engine import KafkaSource, statements
 from consumer.kafka_engine_evolve import evolve
+from consumer.kafka_engine_rebuild import rebuilt_group
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from consumer.table import Columns
@@ -88,11 +89,16 @@ def nullable_tuples(settings: ConsumerSettings) -> bool:
 
 
 def apply(settings: ConsumerSettings, chosen: Plan) -> None:
-    """Check that the topic holds what the engine's group needs, create (or check) the
-    target table, bring Kafka-engine objects made from an older value schema up to the
-    latest (consumer/kafka_engine_evolve.py), then create the Kafka table and its views
-    where missing."""
+    """With `rebuild = "auto"`, rebuild a table behind its topic's generation first
+    (consumer/kafka_engine_rebuild.py); check that the topic holds what the engine's group
+    needs, create (or check) the target table, bring Kafka-engine objects made from an older
+    value schema up to the latest (consumer/kafka_engine_evolve.py), then create the Kafka
+    table and its views where missing."""
     client = connect(settings.clickhouse)
+    with sorted_errors(settings.clickhouse.url):
+        moved = rebuilt_group(client, settings, chosen.target, chosen.source.group)
+    if moved is not None:
+        chosen = replace(chosen, source=replace(chosen.source, group=moved))
     _first_read(settings.kafka.client_config(), chosen.source.topic, chosen.source.group)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(

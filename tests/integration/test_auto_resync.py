@@ -1,7 +1,8 @@
 """Resync without an operator: a column renamed under column mapping makes the producer
 (on_incompatible_change = "resync") start a new generation by itself, and the consumer
 (rebuild = "auto") rebuild that table from the lake, while another table of the same
-producer and consumer keeps flowing. Nobody runs a command."""
+producer and consumer keeps flowing. Nobody runs a command. A table the Kafka engine fills
+is rebuilt by the next `kafka-engine-ddl --apply`, and the engine reads on."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from consumer.cli import main as consumer_main
 from consumer.process import Consumers
 from consumer.topics import resolve
 from producer.generate import Generator
@@ -22,9 +24,11 @@ from schemas.progress import Progress
 from schemas.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
+from tests.integration.consumer_support import consumer_env
 from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_column_mapping import create_mapped
 from tests.integration.test_many_tables import _run_into, _wait_for
+from tests.producer_helpers import publish
 from verify.check import verify
 from verify.settings import VerifySettings
 
@@ -102,3 +106,44 @@ def test_a_renamed_column_is_resynced_and_rebuilt_with_no_command_while_another_
         producer.join(60)
         consumer.join(60)
     assert raised == [] and consumers.failures == []
+
+
+def test_the_kafka_engines_table_is_rebuilt_by_the_next_apply_after_a_resync(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, monkeypatch: Any
+) -> None:
+    mapped = str(tmp_path / "mapped")
+    create_mapped(spark, mapped)
+    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('1', 'ann', 30), ('2', 'bob', 40)")
+    topic = publish(spark, endpoints, mapped, "id", until_version=1)
+    consumer_env(monkeypatch, endpoints, ch_database)
+    monkeypatch.setenv("CDFBRIDGE_CONSUMER__REBUILD", "auto")
+    apply = ["--topic", topic, "--group", f"{topic}-g", "--table", "t", "kafka-engine-ddl"]
+    apply.append("--apply")
+    assert consumer_main(apply) == 0
+    assert _settled(endpoints, ch_database, mapped, topic)
+
+    spark.sql(f"ALTER TABLE delta.`{mapped}` RENAME COLUMN name TO full_name")
+    spark.sql(f"DELETE FROM delta.`{mapped}` WHERE id = '2'")
+    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('3', 'cy', 50)")
+    resync = {"on_incompatible_change": "resync"}
+    publish(spark, endpoints, mapped, "id", topic=topic, until_version=4, **resync)
+    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+    assert Progress(kafka, topic).read().generation.number == 1
+
+    assert consumer_main(apply) == 0  # rebuilds the table, then the engine reads on
+
+    assert _settled(endpoints, ch_database, mapped, topic)
+    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('4', 'dee', 20)")
+    publish(spark, endpoints, mapped, "id", topic=topic, until_version=5)
+    assert _settled(endpoints, ch_database, mapped, topic)  # the engine's new group reads on
+
+
+def _settled(endpoints: Endpoints, database: str, path: str, topic: str) -> bool:
+    settings = VerifySettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        clickhouse={"url": endpoints.clickhouse, "database": database},
+        verify={"table": path, "topic": topic, "clickhouse_table": "t", "wait_seconds": 90},
+    )
+    report = verify(settings)
+    assert report.equal, report.render()
+    return True

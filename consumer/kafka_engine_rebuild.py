@@ -1,0 +1,71 @@
+"""`rebuild = "auto"` for a table ClickHouse's Kafka engine fills: `kafka-engine-ddl --apply`
+rebuilds it when its topic has a newer generation than the table holds, and applies the
+engine's DDL again over the rebuilt table.
+
+No cdfbridge process runs beside the Kafka engine, so the apply is where a new generation
+is met (run it after a resync, or on a schedule). When the table is behind:
+1. drop the engine's two materialized views, then its Kafka table: it stops reading;
+2. rebuild the table by a group of its own (consumer/rebuild.py: from the lake where
+   ClickHouse reads the Delta table, else from the topic);
+3. give a new engine group, `<group>-g<generation>`, the offsets that rebuild ended at (a
+   new one, as consumer/kafka_engine_evolve.py does: the dropped table's member may stay in
+   the old group for minutes);
+4. let apply create the Kafka table with that group, and its views, again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from clickhouse_connect.driver.client import Client
+from confluent_kafka import TopicPartition
+
+from consumer import offsets
+from consumer.auto_rebuild import behind
+from consumer.kafka_engine import errors_pump, pump, queue
+from consumer.kafka_engine_evolve import built_from
+from consumer.lake import LakeUnreadableError
+from consumer.rebuild import rebuild
+from consumer.settings import ConsumerSettings
+from schemas.progress import Progress
+from schemas.target import Target
+
+log = logging.getLogger(__name__)
+
+
+def rebuilt_group(
+    client: Client, settings: ConsumerSettings, target: Target, group: str
+) -> str | None:
+    """Steps 1-3 when the setting asks and the table is behind; the group the Kafka table is
+    to read with after them, else None."""
+    if settings.consumer.rebuild != "auto" or built_from(client, target) is None:
+        return None
+    each = settings.model_copy(
+        update={"consumer": settings.consumer.model_copy(update={"table": target.table})}
+    )
+    if not behind(each):
+        return None
+    for view in (pump(target), errors_pump(target)):  # 1.
+        client.command(f"DROP VIEW IF EXISTS {view.name} SYNC")
+    client.command(f"DROP TABLE IF EXISTS {queue(target).name} SYNC")
+    kafka, topic = settings.kafka.client_config(), settings.consumer.topic
+    generation = Progress(kafka, topic).read().generation.number
+    builder = f"{group}-rebuild-{int(time.time())}"
+    try:  # 2.
+        rebuild(each, builder, "lake", move_live=False)
+    except LakeUnreadableError as exc:
+        log.warning("rebuilding from the topic", extra={"topic": topic, "why": str(exc)[:300]})
+        rebuild(each, builder, "topic", move_live=False)
+    new = f"{group}-g{generation}"
+    ended = [
+        TopicPartition(topic, p.partition, p.committed)
+        for p in offsets.positions(kafka, builder, topic)
+        if p.committed >= 0
+    ]
+    offsets.reset(kafka, new, ended)  # 3.
+    log.info(
+        "rebuilt for a new generation; the Kafka table reads on with a new group",
+        extra={"table": target.name, "generation": generation, "group": new},
+    )
+    return new
