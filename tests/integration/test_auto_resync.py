@@ -16,12 +16,15 @@ from typing import Any
 import pytest
 
 from consumer.cli import main as consumer_main
+from consumer.generation import held
+from consumer.kafka_engine_evolve import built_from
 from consumer.process import Consumers
 from consumer.topics import resolve
 from producer.generate import Generator
 from schemas.errors import CdfBridgeError
 from schemas.progress import Progress
 from schemas.settings import KafkaConfig
+from schemas.target import Target
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env
@@ -109,7 +112,12 @@ def test_a_renamed_column_is_resynced_and_rebuilt_with_no_command_while_another_
 
 
 def test_the_kafka_engines_table_is_rebuilt_by_the_next_apply_after_a_resync(
-    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, monkeypatch: Any
+    spark: Any,
+    endpoints: Endpoints,
+    tmp_path: Path,
+    ch_database: str,
+    clickhouse: Any,
+    monkeypatch: Any,
 ) -> None:
     mapped = str(tmp_path / "mapped")
     create_mapped(spark, mapped)
@@ -132,6 +140,10 @@ def test_the_kafka_engines_table_is_rebuilt_by_the_next_apply_after_a_resync(
 
     assert consumer_main(apply) == 0  # rebuilds the table, then the engine reads on
 
+    target = Target(ch_database, "t")
+    built = built_from(clickhouse, target)
+    assert built is not None and built.group == f"{topic}-g-clickhouse-g1"
+    assert held(clickhouse, target) == 1
     assert _settled(endpoints, ch_database, mapped, topic)
     spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('4', 'dee', 20)")
     publish(spark, endpoints, mapped, "id", topic=topic, until_version=5)
