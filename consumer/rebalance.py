@@ -46,24 +46,24 @@ class Rebalance:
             # Another member's rebalance hands this one nothing new. Asking for the committed
             # offsets of no partition waits out the timeout when it comes during close().
             return
-        committed = self._first(consumer, consumer.committed(partitions, timeout=TIMEOUT_S))
+        committed = self._started(consumer, consumer.committed(partitions, timeout=TIMEOUT_S))
         consumer.incremental_assign(self.owner.assign(committed))
         log.info("assigned", extra=_where(partitions))
 
-    def _first(self, consumer: Consumer, committed: list[TopicPartition]) -> list[TopicPartition]:
+    def _started(self, consumer: Consumer, committed: list[TopicPartition]) -> list[TopicPartition]:
+        """committed, with the partitions `start_of` moves elsewhere moved, and committed
+        there at once."""
         fresh = {
-            (tp.topic, tp.partition): TopicPartition(
-                tp.topic, tp.partition, self.first[tp.partition]
-            )
+            (tp.topic, tp.partition): TopicPartition(tp.topic, tp.partition, offset)
             for tp in committed
-            if tp.offset < 0 and tp.partition in self.first
+            if (offset := self.start_of(tp)) is not None
         }
         if fresh:
             consumer.commit(offsets=list(fresh.values()), asynchronous=False)
-            log.info("first offsets committed", extra=_where(list(fresh.values())))
+            log.info("start offsets committed", extra=_where(list(fresh.values())))
         return [fresh.get((tp.topic, tp.partition), tp) for tp in committed]
 
-    def _start(self, committed: TopicPartition) -> int | None:
+    def start_of(self, committed: TopicPartition) -> int | None:
         """Where a partition starts when not at its committed offset."""
         if committed.partition in self.moved:
             return self.moved.pop(committed.partition)

@@ -1,5 +1,6 @@
 """One row per case: how ClickHouse is told to read a Delta table (secrets as query
-parameters only), which partitions lack history a reader needs, and hashed columns in SQL."""
+parameters only), which partitions lack history a reader needs, hashed columns and NULL
+structs in SQL, and where a partition starts after a bootstrap or a rebuild."""
 
 from __future__ import annotations
 
@@ -147,3 +148,18 @@ def test_a_struct_that_may_have_been_null_is_found_at_any_depth(
 def test_types_without_a_nullable_struct_need_no_check() -> None:
     for kind in ("String", "Nullable(Int64)", "Array(Tuple(a Int32))", "Map(String, Float64)"):
         assert ambiguous("v", kind) == ""
+
+
+def test_a_partition_starts_where_a_rebuild_left_off_else_at_its_generation() -> None:
+    from confluent_kafka import TopicPartition
+
+    from consumer.rebalance import Rebalance
+
+    rebalance = Rebalance()
+    rebalance.first, rebalance.moved = {0: 10, 1: 20}, {1: 55, 2: 70}
+
+    assert rebalance.start_of(TopicPartition("t", 0, -1001)) == 10  # no offset: the generation's
+    assert rebalance.start_of(TopicPartition("t", 0, 42)) is None  # its own committed offset
+    assert rebalance.start_of(TopicPartition("t", 1, 42)) == 55  # moved, whatever it committed
+    assert rebalance.start_of(TopicPartition("t", 1, 42)) is None  # moved once only
+    assert rebalance.start_of(TopicPartition("t", 2, -1001)) == 70
