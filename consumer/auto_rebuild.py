@@ -48,21 +48,17 @@ def behind(settings: ConsumerSettings) -> bool:
     return holds < topic_generation
 
 
-def rebuilt(settings: ConsumerSettings) -> dict[int, int]:
-    """Rebuild the table; returns where the live group goes on (the rebuild's group's end)."""
-    kafka, c = settings.kafka.client_config(), settings.consumer
-    group = f"{c.group}-rebuild-{int(time.time())}"
-    log.warning("the topic has a new generation: rebuilding the table", extra={"topic": c.topic})
+def rebuilt(settings: ConsumerSettings, group: str) -> dict[int, int]:
+    """Rebuild the table with `group` (new), from the lake where ClickHouse reads the Delta
+    table, else from the topic; returns where `group` ended, by partition."""
+    topic = settings.consumer.topic
+    log.warning("the topic has a new generation: rebuilding the table", extra={"topic": topic})
     try:
         rebuild(settings, group, "lake", move_live=False)
     except LakeUnreadableError as exc:
-        log.warning("rebuilding from the topic", extra={"topic": c.topic, "why": str(exc)[:300]})
+        log.warning("rebuilding from the topic", extra={"topic": topic, "why": str(exc)[:300]})
         rebuild(settings, group, "topic", move_live=False)
-    return {
-        p.partition: p.committed
-        for p in offsets.positions(kafka, group, c.topic)
-        if p.committed >= 0
-    }
+    return offsets.committed(settings.kafka.client_config(), group, topic)
 
 
 class Watch(threading.Thread):
@@ -111,4 +107,5 @@ def serve(pipeline: Pipeline, renew: Callable[[Pipeline], Pipeline]) -> None:
             watch.done.set()
         if not watch.moved:
             return
-        moved, pipeline = rebuilt(pipeline.settings), renew(pipeline)
+        builder = f"{c.group}-rebuild-{int(time.time())}"
+        moved, pipeline = rebuilt(pipeline.settings, builder), renew(pipeline)

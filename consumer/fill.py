@@ -14,8 +14,6 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from confluent_kafka import TopicPartition
-
 from consumer import bootstrap, history, lake, offsets
 from consumer.dlq import DeadLetters
 from consumer.kafka import DEAD_LETTER_HEADROOM
@@ -46,9 +44,8 @@ def fill(settings: ConsumerSettings, into: Target, group: str, source: Source) -
         generation = Progress(kafka, topic).read().generation
         _, missing = history.group_gaps(kafka, group, topic, generation)
         if not missing:
-            starts = [TopicPartition(topic, p, o) for p, o in generation.start.items()]
-            if starts:
-                offsets.reset(kafka, group, starts)
+            if generation.start:
+                offsets.reset(kafka, group, offsets.at(topic, generation.start))
             return Filled(generation.number, "topic")
         if source == "topic":
             raise history.refusal(topic, "a rebuild", missing)
@@ -77,8 +74,7 @@ def from_lake(settings: ConsumerSettings, into: Target, group: str) -> Filled:
     created = time.monotonic()
     bootstrap.load(connect(settings.clickhouse), into, table, point, set(point.hashed))
     loaded = time.monotonic()
-    starts = [TopicPartition(topic, p, o) for p, o in point.offsets.items()]
-    offsets.reset(kafka, group, starts)
+    offsets.reset(kafka, group, offsets.at(topic, point.offsets))
     log.info(
         "filled from the lake",
         extra={

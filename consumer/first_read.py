@@ -51,7 +51,7 @@ def starts(settings: ConsumerSettings) -> dict[int, int]:
         extra={"topic": topic, "group": group, "gaps": ", ".join(map(str, missing))},
     )
     done = rebuild(settings, f"{group}-bootstrap-{int(time.time())}", "lake", move_live=False)
-    return {p.partition: p.committed for p in offsets.positions(kafka, done.group, topic)}
+    return offsets.committed(kafka, done.group, topic)
 
 
 def _mark_new(settings: ConsumerSettings, generation: int) -> None:

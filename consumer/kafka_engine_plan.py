@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import TopicPartition
-
 from consumer import history, offsets, table
 from consumer.kafka_engine import KafkaSource, statements
 from consumer.kafka_engine_evolve import evolve
@@ -129,5 +127,4 @@ def _first_read(kafka: dict[str, Any], topic: str, group: str) -> None:
             "the group where the table ends"
         )
     if generation.start and all(p.committed < 0 for p in found):
-        starts = [TopicPartition(topic, p, o) for p, o in generation.start.items()]
-        offsets.reset(kafka, group, starts)
+        offsets.reset(kafka, group, offsets.at(topic, generation.start))

@@ -19,14 +19,11 @@ import logging
 import time
 
 from clickhouse_connect.driver.client import Client
-from confluent_kafka import TopicPartition
 
 from consumer import offsets
-from consumer.auto_rebuild import behind
+from consumer.auto_rebuild import behind, rebuilt
 from consumer.kafka_engine import errors_pump, pump, queue
 from consumer.kafka_engine_evolve import built_from
-from consumer.lake import LakeUnreadableError
-from consumer.rebuild import rebuild
 from consumer.settings import ConsumerSettings
 from schemas.progress import Progress
 from schemas.target import Target
@@ -51,19 +48,9 @@ def rebuilt_group(
     client.command(f"DROP TABLE IF EXISTS {queue(target).name} SYNC")
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
     generation = Progress(kafka, topic).read().generation.number
-    builder = f"{group}-rebuild-{int(time.time())}"
-    try:  # 2.
-        rebuild(each, builder, "lake", move_live=False)
-    except LakeUnreadableError as exc:
-        log.warning("rebuilding from the topic", extra={"topic": topic, "why": str(exc)[:300]})
-        rebuild(each, builder, "topic", move_live=False)
+    ended = rebuilt(each, f"{group}-rebuild-{int(time.time())}")  # 2.
     new = f"{group}-g{generation}"
-    ended = [
-        TopicPartition(topic, p.partition, p.committed)
-        for p in offsets.positions(kafka, builder, topic)
-        if p.committed >= 0
-    ]
-    offsets.reset(kafka, new, ended)  # 3.
+    offsets.reset(kafka, new, offsets.at(topic, ended))  # 3.
     log.info(
         "rebuilt for a new generation; the Kafka table reads on with a new group",
         extra={"table": target.name, "generation": generation, "group": new},

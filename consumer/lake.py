@@ -46,8 +46,6 @@ class LakeTable:
     def log_file_sql(self, version: int) -> str:
         """The table function reading the commit file of `version`, line by line."""
         args = ["{lake_commit:String}", *self._secrets(), "'LineAsString'"]
-        if self.file_function == "file":
-            args = ["{lake_commit:String}", "'LineAsString'"]
         return f"{self.file_function}({', '.join(args)})"
 
     def query_parameters(self, version: int) -> dict[str, str]:

@@ -173,14 +173,20 @@ def members(client_config: Mapping[str, Any], group: str) -> int:
     return len(found.members)
 
 
+def committed(client_config: Mapping[str, Any], group: str, topic: str) -> dict[int, int]:
+    """The offsets the group has committed on topic, by partition (those it has)."""
+    found = positions(client_config, group, topic)
+    return {p.partition: p.committed for p in found if p.committed >= 0}
+
+
+def at(topic: str, offsets: Mapping[int, int]) -> list[TopicPartition]:
+    """offsets (partition → offset) as TopicPartitions of topic."""
+    return [TopicPartition(topic, partition, offset) for partition, offset in offsets.items()]
+
+
 def copy(client_config: Mapping[str, Any], topic: str, source: str, group: str) -> None:
     """Give `group` the offsets `source` has committed on topic (the group must be idle)."""
-    found = positions(client_config, source, topic)
-    reset(
-        client_config,
-        group,
-        [TopicPartition(topic, p.partition, p.committed) for p in found if p.committed >= 0],
-    )
+    reset(client_config, group, at(topic, committed(client_config, source, topic)))
 
 
 def _partitions(probe: Consumer, topic: str) -> list[int]:

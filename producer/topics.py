@@ -4,6 +4,7 @@ missing, and waited for until the cluster lists them."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -29,7 +30,7 @@ def ensure_topics(
     topic: str,
     partitions: int,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
-    topic_config: dict[str, str] | None = None,
+    topic_config: Mapping[str, str] = REPLAYABLE,
 ) -> None:
     """Create the data topic, taking messages up to max_message_bytes, with topic_config
     (compacted by default: schemas/naming.py REPLAYABLE), and the compacted progress topic,
@@ -42,7 +43,7 @@ def ensure_topics(
             partitions,
             -1,
             config={
-                **(REPLAYABLE if topic_config is None else topic_config),
+                **topic_config,
                 "max.message.bytes": str(max_message_bytes),
             },
         ),
