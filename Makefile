@@ -29,7 +29,7 @@ demo:  ## the whole pipeline on the local stack, ending with a ClickHouse = Delt
 	@$(CORE) bash stack/bootstrap.sh
 	@bash stack/demo.sh
 
-test: setup  ## run the whole test suite against real services (exit 5, no tests, fails)
+test: setup lint  ## lint, then the whole test suite against real services (exit 5, no tests, fails)
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
