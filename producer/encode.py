@@ -68,6 +68,11 @@ class Encoding:
     primary_key: Sequence[str]
     include_preimage: bool
     hashed: frozenset[str] = field(default_factory=frozenset)
+    # The select's columns per schema of the frames encoded: building them costs some
+    # hundred py4j calls, which a table's every small chunk would pay again.
+    _selects: dict[str, list[Column]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def encode(self, frame: DataFrame) -> DataFrame:
         """Key/value bytes of every change in frame, with what the driver needs to order them.
@@ -77,28 +82,34 @@ class Encoding:
         `delete` of its key, which the driver drops where a row of that key survives the
         commit (the rewritten-key rule, schemas/changes.py).
         """
+        shape = frame.schema.json()
+        if shape not in self._selects:
+            self._selects[shape] = self._select(frame)
+        return frame.select(*self._selects[shape])
+
+    def _select(self, frame: DataFrame) -> list[Column]:
         from pyspark.sql.functions import col, lit, when
 
-        frame = hashed(frame, self.hashed)
+        sources = hashed_columns(frame, self.hashed)
         value_columns = [delta_name(field) for field in self.value.schema["fields"]]
         key_is_null = _any_null(self.primary_key)
         change_type = col(changes.CHANGE_TYPE)
         preimage = change_type == changes.UPDATE_PREIMAGE
         if not self.include_preimage:
             change_type = when(preimage, lit(changes.DELETE)).otherwise(change_type)
-        value = _record(frame, value_columns, {changes.CHANGE_TYPE: change_type})
+        value = _record(frame, value_columns, {**sources, changes.CHANGE_TYPE: change_type})
         # A NULL key cannot be encoded; it is left NULL and reported by the driver with its
         # version (producer/slices.py).
         key_bytes = when(~key_is_null, _framed(_record(frame, self.primary_key), self.key))
         value_bytes = when(~key_is_null, _framed(value, self.value))
-        return frame.select(
+        return [
             key_bytes.alias(KEY),
             value_bytes.alias(VALUE),
             _order().alias(ORDER),
             key_is_null.alias(KEY_IS_NULL),
             (preimage | (change_type == changes.DELETE)).alias(IS_DELETE),
             (preimage & lit(not self.include_preimage)).alias(PREIMAGE),
-        )
+        ]
 
 
 def snapshot_changes(frame: DataFrame, version: int, committed_at: datetime) -> DataFrame:
@@ -112,9 +123,9 @@ def snapshot_changes(frame: DataFrame, version: int, committed_at: datetime) -> 
     )
 
 
-def hashed(frame: DataFrame, names: frozenset[str]) -> DataFrame:
-    """frame with each of the named columns it has replaced by the lowercase hex SHA-256 of
-    its value (binary: its bytes; string: UTF-8; integers: decimal text), NULL kept NULL."""
+def hashed_columns(frame: DataFrame, names: frozenset[str]) -> dict[str, Column]:
+    """Each of the named columns frame has, as the lowercase hex SHA-256 of its value
+    (binary: its bytes; string: UTF-8; integers: decimal text), NULL kept NULL."""
     from pyspark.sql.functions import sha2
     from pyspark.sql.types import BinaryType
 
@@ -122,11 +133,7 @@ def hashed(frame: DataFrame, names: frozenset[str]) -> DataFrame:
         return sha2(column(name) if binary else column(name).cast("string"), 256)
 
     present = [f for f in frame.schema.fields if f.name in names] if names else []
-    if not present:
-        return frame
-    return frame.withColumns(
-        {f.name: sha256(f.name, isinstance(f.dataType, BinaryType)) for f in present}
-    )
+    return {f.name: sha256(f.name, isinstance(f.dataType, BinaryType)) for f in present}
 
 
 def _record(
@@ -138,9 +145,10 @@ def _record(
     from pyspark.sql.functions import struct
     from pyspark.sql.types import StructType
 
-    delta_type = frame.select(*[column(n) for n in names]).schema.jsonValue()
-    avro_named = renamed(delta_type)
     given = replaced or {}
+    fields = [given[n].alias(n) if n in given else column(n) for n in names]
+    delta_type = frame.select(*fields).schema.jsonValue()
+    avro_named = renamed(delta_type)
     record = struct(*[given[n].alias(n) if n in given else column(n) for n in names])
     return record if avro_named == delta_type else record.cast(StructType.fromJson(avro_named))
 
