@@ -17,6 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from producer.commit_log import CommitLog
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -32,6 +34,10 @@ class DirectChangeFeed:
         self._option: Any = spark._jvm.scala.Option  # type: ignore[union-attr]
         self._reader: Any = None  # Delta's CDCReader, on first use (it may be missing)
         self._history: Any = None  # what commit_metrics calls, on first use
+        self.commits: CommitLog | None = self._call(lambda: CommitLog(spark, self._log))
+        # The snapshot the last read was read in (not column-mapped): a later range that
+        # the commit log finds settled since its version is read in it as well.
+        self._end: Any = None
 
     def read(self, first: int, last: int) -> DataFrame | None:
         """Changes of versions first..last; None when this Delta has no such internal API."""
@@ -86,15 +92,21 @@ class DirectChangeFeed:
             cdc = self.spark._jvm.org.apache.spark.sql.delta.commands.cdc  # type: ignore[union-attr]
             self._reader = getattr(getattr(cdc, "CDCReader$"), "MODULE$")
         reader = self._reader
-        latest = self._log.update(False, none, none)
-        # Read with the schema of the range's end: a range before a type widening is read
-        # with its own types (producer/follow.py reads no range across a schema change).
-        end = (
-            latest if latest.version() == last else self._log.getSnapshotAt(last, none, none, False)
-        )
-        start = self._log.getSnapshotAt(first, none, none, False)
-        if _column_mapping(end) or _column_mapping(start):
-            return None  # the public reader picks the schema mode for those
+        if self._settled(first, last):  # no metadata since: no log update, no snapshot built
+            start = end = self._end
+        else:
+            latest = self._log.update(False, none, none)
+            # Read with the schema of the range's end: a range before a type widening is
+            # read with its own types (producer/follow.py reads no range across a change).
+            end = (
+                latest
+                if latest.version() == last
+                else self._log.getSnapshotAt(last, none, none, False)
+            )
+            start = self._log.getSnapshotAt(first, none, none, False)
+            if _column_mapping(end) or _column_mapping(start):
+                return None  # the public reader picks the schema mode for those
+            self._end = end
         return reader.changesToBatchDF(
             self._log,
             first,
@@ -105,6 +117,14 @@ class DirectChangeFeed:
             False,
             some(start),
         )
+
+    def _settled(self, first: int, last: int) -> bool:
+        """The last snapshot read in holds for first..last: it is older than first, and
+        every commit since it was read by the commit log, none with metaData or protocol."""
+        if self._end is None or self.commits is None:
+            return False
+        version = int(self._end.version())
+        return version < first and self.commits.settled(version + 1, last)
 
     def _call(self, call: Callable[[], Any]) -> Any:
         """call() through py4j; None once this Delta turns out not to have what it uses."""

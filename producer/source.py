@@ -61,6 +61,18 @@ class DeltaSource:
         reader = self.spark.read.format("delta").options(**options)
         return reader.load(self.table) if is_path(self.table) else reader.table(self.table)
 
+    def head(self, after: int) -> int:
+        """The table's latest version, known to be at least `after`: for a path table, from
+        the commit files that follow it (producer/commit_log.py), else latest_version()."""
+        commits = self._direct.commits if self._direct else None
+        return commits.newest(after) if commits is not None else self.latest_version()
+
+    def settled(self, first: int, last: int) -> bool:
+        """No commit first..last carries metaData or protocol, as the commit log read them;
+        False when it did not read them all (or the table has no commit log)."""
+        commits = self._direct.commits if self._direct else None
+        return commits is not None and commits.settled(first, last)
+
     def latest_version(self) -> int:
         latest = self._direct.latest_version() if self._direct else None
         if latest is not None:
@@ -104,6 +116,10 @@ class DeltaSource:
         few versions, read from their commit files (producer/cdf.py)."""
         from pyspark.sql.functions import col
 
+        read = self._direct.commits if self._direct else None
+        known = read.estimates(first, last) if read is not None else None
+        if known is not None:
+            return known
         few = last - first < COMMIT_FILES_READ
         metrics = self._direct.commit_metrics(first, last) if few and self._direct else None
         if metrics is not None:

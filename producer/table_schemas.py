@@ -42,6 +42,10 @@ class RangeSchemas:
         self.primary_key, self.include_preimage = primary_key, include_preimage
         self.policy = policy or ColumnPolicy()
         self._known: tuple[int, TableSchema] | None = None  # the last schema looked up
+        self._encoding: Encoding | None = None
+        # Whether no commit first..last carries metaData (DeltaSource.settled): the schema
+        # known before first then holds, without a lookup.
+        self.settled: Callable[[int, int], bool] = lambda first, last: False
 
     def at(self, version: int) -> TableSchema:
         schema = self._lookup(version)
@@ -58,6 +62,9 @@ class RangeSchemas:
         """The schema of every version first..last if they share one, else None. The range
         that follows the last one looked up starts from that one's end: equal ends of
         first - 1..last say the same of first..last."""
+        if self._known and self._known[0] < first and self.settled(self._known[0] + 1, last):
+            self._known = (last, self._known[1])
+            return self._known[1]
         before = self._known[1] if self._known and self._known[0] == first - 1 else None
         end = self.at(last)
         if first == last:
@@ -118,7 +125,12 @@ class RangeSchemas:
         key, value = self.topic.key, self.topic.value
         if key is None or value is None:
             raise RuntimeError("schemas are registered before any read")
-        return Encoding(key, value, self.primary_key, self.include_preimage, self.policy.hashed)
+        known = self._encoding
+        if known is None or (known.key, known.value) != (key, value):
+            hashed = self.policy.hashed
+            known = Encoding(key, value, self.primary_key, self.include_preimage, hashed)
+            self._encoding = known  # the same while the wire schemas are
+        return known
 
     def sizing(self, table_schema: TableSchema) -> Encoding:
         """An encoding to measure changes of table_schema with: registry ids do not change

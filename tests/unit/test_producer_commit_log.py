@@ -1,0 +1,72 @@
+"""What the commit log makes of a table's commit files: rows, and whether a run of commits
+can be read with the schema already known."""
+
+import json
+
+from producer.commit_log import KEPT, Commit, Commits, parsed
+from producer.follow import _Idle
+
+
+def commit_file(*actions: dict[str, object]) -> str:
+    return "\n".join(json.dumps(action) for action in actions) + "\n"
+
+
+def test_a_commit_counts_its_change_rows_from_its_operation_metrics() -> None:
+    text = commit_file(
+        {
+            "commitInfo": {
+                "operation": "MERGE",
+                "operationMetrics": {
+                    "numTargetRowsInserted": "3",
+                    "numTargetRowsUpdated": "2",
+                    "numTargetRowsDeleted": "1",
+                },
+            }
+        },
+        {"add": {"path": "part-0.parquet", "dataChange": True}},
+    )
+    assert parsed(7, text) == Commit(7, rows=3 + 2 * 2 + 1, changes_table=False)
+
+
+def test_a_commit_without_metrics_has_no_estimate() -> None:
+    assert parsed(1, commit_file({"add": {"path": "p"}})).rows is None
+
+
+def test_metadata_or_protocol_marks_a_commit_that_may_change_the_table() -> None:
+    meta = commit_file({"metaData": {"id": "x", "schemaString": "{}"}}, {"commitInfo": {}})
+    protocol = commit_file({"protocol": {"minReaderVersion": 3}})
+    assert parsed(2, meta).changes_table
+    assert parsed(3, protocol).changes_table
+
+
+def test_a_run_is_settled_only_when_every_commit_was_read_and_none_changes_the_table() -> None:
+    commits = Commits()
+    for version in (4, 5, 7):
+        commits.add(Commit(version, 10, changes_table=False))
+    commits.add(Commit(8, 10, changes_table=True))
+    assert commits.settled(4, 5)
+    assert not commits.settled(4, 7)  # 6 was never read
+    assert not commits.settled(7, 8)  # 8 carries metaData
+    assert commits.settled(6, 5)  # an empty run
+
+
+def test_estimates_cover_a_span_only_when_every_commit_was_read() -> None:
+    commits = Commits()
+    commits.add(Commit(1, 10, False))
+    commits.add(Commit(2, None, False))
+    assert commits.estimates(1, 2) == {1: 10, 2: None}
+    assert commits.estimates(1, 3) is None
+
+
+def test_old_commits_are_forgotten() -> None:
+    commits = Commits()
+    commits.add(Commit(0, 1, False))
+    commits.add(Commit(KEPT + 1, 1, False))
+    assert 0 not in commits and KEPT + 1 in commits
+
+
+def test_an_idle_table_loads_its_whole_log_at_first_then_once_a_minute_of_empty_polls() -> None:
+    idle = _Idle(poll_interval_s=20.0)  # every 3 empty polls, and at the first
+    assert [idle.check_log(found=False) for _ in range(4)] == [True, False, False, True]
+    assert not idle.check_log(found=True)  # a commit found starts the count over
+    assert [idle.check_log(found=False) for _ in range(3)] == [False, False, True]
