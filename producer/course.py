@@ -55,6 +55,10 @@ class RowWidth:
         if rows:
             self._bytes = nbytes / rows
 
+    def nbytes(self, rows: int) -> int:
+        """What rows changes take in the driver, as far as known (0 while unknown)."""
+        return round(rows * (self._bytes or 0))
+
     def rows_per_chunk(self) -> int:
         """The row bound of a chunk: max_rows, or fewer when the width passes max_bytes."""
         return rows_per_chunk(self.max_rows, self.max_bytes, self._bytes)

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
+from producer import metrics
 from producer.course import Course, Estimates, RowWidth, Span, spans
+from producer.cycle import Cycle
 from producer.encode import snapshot_changes
 from producer.errors import TableRecreatedError
 from producer.plan import Chunk
@@ -47,24 +51,30 @@ def follow(
     stop: threading.Event,
     steps: Waterfall | None = None,
     resume: Part | None = None,
+    cycle: Cycle | None = None,
 ) -> Iterator[Slice]:
     """Slices of every change from version start on (after the rest of a version published
     in parts, `resume`, and the snapshot at snapshot_at, if any), until --until-version is
-    published or stop is set while polling; steps: the start-up steps it takes, logged."""
+    published or stop is set while polling; steps: the start-up steps it takes, logged;
+    cycle: where reads at the head are collected with other tables' (else each alone)."""
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
     ranges = RangeSchemas(
         source.schema_json, schemas, config.primary_key, config.include_preimage, policy
     )
-    chunks = _Chunks(source, ranges, course, steps or Waterfall())
+    ranges.settled = source.settled
+    chunks = _Chunks(source, ranges, course, steps or Waterfall(), cycle)
+    idle = _Idle(config.poll_interval_s)
 
     def wait() -> bool:  # for the table to change; True: stop
         return stop.wait(config.poll_interval_s)
 
-    def head() -> int:  # poll
-        latest = source.latest_version()
+    def head() -> int:  # poll: the commit files after the last published, now and then the log
         published = course.next_version - 1
+        latest = source.head(published)
+        if idle.check_log(latest > published):
+            latest = source.latest_version()
         if latest < published:  # a log that went backwards: the table was created again
             why = f"its log ends at version {latest}, and version {published} is published"
             raise TableRecreatedError(source.table, schemas.topic, why)
@@ -83,15 +93,36 @@ def follow(
         if lost is None:
             raise
         raise lost from exc
+    finally:
+        chunks.mark_head(False)
+
+
+class _Idle:
+    """When an idle table's log is loaded whole (DeltaSource.latest_version): at the first
+    poll that finds no commit file (the next one may be gone while later ones are there:
+    the log cleaned up behind a checkpoint), then once every LOG_CHECK_S of such polls. Only
+    that finds a table created again whose log has not reached the next version yet."""
+
+    LOG_CHECK_S = 60.0
+
+    def __init__(self, poll_interval_s: float) -> None:
+        self.every = max(1, round(self.LOG_CHECK_S / poll_interval_s))
+        self.polls = self.every - 1
+
+    def check_log(self, found: bool) -> bool:
+        self.polls = 0 if found else self.polls + 1
+        return self.polls > 0 and self.polls % self.every == 0
 
 
 # Spark's FAIR scheduler pools, for several tables in one session (producer/lake.py). Reads
 # far behind the head (backfills, snapshots) run in HISTORY, the head's fresh commits in
-# FOLLOW: the two pools share the cores while both have tasks, so a backfill never holds
-# back fresh commits, and within each pool jobs run in the order they came (FIFO), so small
-# tables take turns. (Spark breaks ties between pools by name: FOLLOW sorts first.)
+# FOLLOW, in the cycle's one job (producer/cycle.py): the two pools share the cores while
+# both have tasks, so a backfill never holds back fresh commits. (Spark breaks ties between
+# pools by name: FOLLOW sorts first.)
 FOLLOW, HISTORY = "follow", "history"
-HISTORY_ROWS = 100_000  # a span of more changes than this reads history
+# A span of at most this many changes is at the head: read in the cycle. A longer one is a
+# backlog: read in chunks of its own, in HISTORY, so it holds no other table up.
+HEAD_ROWS = 50_000
 
 
 def in_pool(spark: SparkSession, pool: str) -> None:
@@ -104,18 +135,25 @@ class _Chunks:
     """Plan → read → encode → slice, for one span of versions or one snapshot."""
 
     def __init__(
-        self, source: DeltaSource, ranges: RangeSchemas, course: Course, steps: Waterfall
+        self,
+        source: DeltaSource,
+        ranges: RangeSchemas,
+        course: Course,
+        steps: Waterfall,
+        cycle: Cycle | None,
     ) -> None:
         self.source, self.ranges, self.course = source, ranges, course
-        self.table, self.steps = source.table, steps
+        self.table, self.steps, self.cycle = source.table, steps, cycle
+        self.estimates: Estimates = {}  # the span's being read
+        self.path: str | None = None  # "head" or "backlog": how the span is read
 
     def span(self, span: Span, known: TableSchema | None = None) -> Iterator[Slice]:
         """span's slices; known: its schema, when it is one part of a span that changes."""
         began, step = time.monotonic(), self.steps.step
         with step("row_estimates"):
             estimates = self.source.row_estimates(span.first, span.last, span.head)
-        rows = sum(n or 0 for n in estimates.values())
-        in_pool(self.source.spark, HISTORY if rows > HISTORY_ROWS else FOLLOW)
+        self.estimates = estimates
+        self._take_path(span, sum(n or 0 for n in estimates.values()))
         with step("schemas"):
             schema = known or self.ranges.of_range(span.first, span.last)  # None: it changes
         if schema is None:  # each part of one schema read alone
@@ -149,6 +187,34 @@ class _Chunks:
             with reading(self.table, chunk.first, chunk.last):
                 frame = self.source.changes(chunk.first, chunk.last)
         yield from self._slices(frame, chunk, part.last, began, start=part.done + 1)
+
+    def _take_path(self, span: Span, rows: int) -> None:
+        """Read span at the head (the cycle's job) or as a backlog (jobs of its own, in the
+        HISTORY pool); a change of path is logged."""
+        path = "head" if rows <= HEAD_ROWS and self.cycle is not None else "backlog"
+        in_pool(self.source.spark, HISTORY if rows > HEAD_ROWS else FOLLOW)
+        if path != self.path:
+            versions = f"{span.first}-{span.last}"
+            metrics.event("table_path", table=self.table, path=path, versions=versions, rows=rows)
+            self.path = path
+            self.mark_head(path == "head")
+
+    def mark_head(self, now: bool = False) -> None:
+        """Tell the cycle whether this table is at its head (and sends it reads)."""
+        if self.cycle is not None:
+            self.cycle.at_head(self, now)
+
+    def _collect(self, chunk: Chunk) -> Callable[[DataFrame], pa.Table]:
+        """How chunk's encoded rows are collected: a chunk of one slice at the head in the
+        cycle, with its estimated bytes; any other in a job of its own."""
+        if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
+            return lambda encoded: encoded.toArrow()
+        cycle, rows = (
+            self.cycle,
+            sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1)),
+        )
+        nbytes = self.course.width.nbytes(rows)
+        return lambda encoded: cycle.collect(encoded, nbytes)
 
     def _snapshot(self, version: int) -> tuple[DataFrame, TableSchema]:
         in_pool(self.source.spark, HISTORY)
@@ -190,8 +256,8 @@ class _Chunks:
     def _slices(
         self, frame: DataFrame, chunk: Chunk, head: int, began: float, start: int = 0
     ) -> Iterator[Slice]:
-        encoding = self.ranges.encoding()
-        parts = encoded_slices(frame, chunk.slices, encoding, self.table, start)  # encode, slice
+        encoding, collect = self.ranges.encoding(), self._collect(chunk)
+        parts = encoded_slices(frame, chunk.slices, encoding, self.table, start, collect)
         read_began = time.monotonic()
         for index, rows in enumerate(parts, start):
             self.steps.log("slice_read", time.monotonic() - read_began)  # scan, encode, collect

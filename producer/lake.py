@@ -1,5 +1,7 @@
 """Many tables through one Spark session: each table followed in a thread of its own, by the
-same `follow_table` that runs a single table, fairly, and failing alone.
+same `follow_table` that runs a single table (producer/table.py), fairly, and failing alone.
+
+- Reads at the tables' heads are collected in one Spark job per cycle (producer/cycle.py).
 
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
   snapshots) run in one pool and fresh commits in another (producer/follow.py), so a big
@@ -29,10 +31,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from producer import metrics
+from producer.cycle import Cycle
 from producer.errors import FencedError
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
+from producer.table import follow_table
 from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
 from schemas.retry import Stopped, backoff_s, retrying
 
@@ -64,10 +68,13 @@ class Backoff:
         return backoff_s(self.failures, TABLE_MAX_BACKOFF_S)
 
 
-def follow_all(settings: ProducerSettings, spark: SparkSession, resyncs: Resyncs) -> None:
+def follow_all(
+    settings: ProducerSettings, spark: SparkSession, resyncs: Resyncs, cycle: Cycle
+) -> None:
     """Follow every table of settings until each is done (--until-version) or the process
-    stops (resyncs.stop); raises the first error that stops every table."""
-    tables = [_Table(settings, source, spark, resyncs) for source in settings.sources()]
+    stops (resyncs.stop); raises the first error that stops every table. cycle: where the
+    tables' reads at their heads are collected together."""
+    tables = [_Table(settings, source, spark, resyncs, cycle) for source in settings.sources()]
     metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
         table.thread.start()
@@ -97,9 +104,10 @@ class _Table:
         source: SourceSection,
         spark: SparkSession,
         resyncs: Resyncs,
+        cycle: Cycle,
     ) -> None:
         self.settings = settings.model_copy(update={"source": source, "tables": []})
-        self.source, self.spark, self.resyncs = source, spark, resyncs
+        self.source, self.spark, self.resyncs, self.cycle = source, spark, resyncs, cycle
         self.stop = resyncs.stop
         self.topic = source.topic_name
         self.error: BaseException | None = None  # what stopped every table, if this saw it
@@ -107,8 +115,6 @@ class _Table:
         self.thread = threading.Thread(target=self._run, name=f"table-{self.topic}", daemon=True)
 
     def _run(self) -> None:
-        from producer.run import follow_table
-
         retry = retrying(
             f"table {self.source.table}",
             max_backoff_s=TABLE_MAX_BACKOFF_S,
@@ -120,7 +126,7 @@ class _Table:
 
         def attempt() -> None:
             self.backoff.attempt()
-            follow_table(self.settings, self.spark, self.resyncs)
+            follow_table(self.settings, self.spark, self.resyncs, self.cycle)
 
         try:
             while True:

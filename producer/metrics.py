@@ -30,6 +30,18 @@ TABLE_FAILURES = Counter(
 log = logging.getLogger("cdfbridge.producer")
 
 
+CYCLE = Histogram(
+    "cdfbridge_producer_cycle_seconds",
+    "One cycle's Spark job over the reads of the tables at their heads",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10),
+)
+CYCLE_TABLES = Histogram(
+    "cdfbridge_producer_cycle_tables",
+    "Tables whose reads one cycle collected",
+    buckets=(1, 2, 5, 10, 20, 50, 100),
+)
+
+
 def serve(port: int | None) -> None:
     if port:
         start_http_server(port)

@@ -9,7 +9,7 @@ and encodes, Arrow finds a NULL key and sorts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,15 +41,21 @@ class Slice:
 
 
 def encoded_slices(
-    frame: DataFrame, slices: int, encoding: Encoding, table: str, start: int = 0
+    frame: DataFrame,
+    slices: int,
+    encoding: Encoding,
+    table: str,
+    start: int = 0,
+    collect: Callable[[DataFrame], pa.Table] = lambda encoded: encoded.toArrow(),
 ) -> Iterator[pa.Table]:
     """frame's changes encoded, in `slices` key-hash slices from slice `start` on, each
-    sorted by _order; a NULL key raises NullKeyError naming its version."""
+    sorted by _order; a NULL key raises NullKeyError naming its version. collect: what
+    runs an encoded slice's Spark job (a job of its own, or a share of a cycle's)."""
     for index in range(start, slices):
         part = (
             frame if slices == 1 else frame.where(_key_hash(encoding.primary_key, slices) == index)
         )
-        rows = encoding.encode(part).toArrow()
+        rows = collect(encoding.encode(part))
         check_keys(rows, table, encoding.primary_key)
         yield rewritten_keys(rows).sort_by(ORDER)
 

@@ -1,0 +1,160 @@
+"""One Spark job per cycle for every table at its head.
+
+A table whose new commits are few (producer/follow.py HEAD_ROWS) hands its read, already
+encoded with its own Avro schemas (producer/encode.py), to the process's one Cycle and
+waits. The cycle's thread:
+
+1. gathers reads until every table at its head has one waiting, or none came for QUIET_S,
+   or GATHER_S passed since the first; then takes them, oldest first, as many as fit in
+   max_bytes by their estimates (the first always): the others wait for the next cycle;
+2. tags each read with its place, runs the union of them as one Spark job, in the FOLLOW
+   pool, and collects it once (Arrow);
+3. hands each table its rows. Each table then checks, sorts and publishes them in its own
+   Kafka transaction with its own progress record, as a read of its own would be.
+
+When the union fails, each read is run alone: the table whose read fails gets its error (and
+its back-off), the others their rows. Every encoded read has the same columns (key and value
+bytes, ordering, flags), so the union lines up whatever the tables' schemas.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from producer import metrics
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+GATHER_S = 0.3  # the longest a cycle waits for other tables' reads once one arrives
+QUIET_S = 0.1  # ... and the longest it waits for the next one
+PLACE = "_cycle_place"  # the column that tags each table's rows within a cycle
+
+
+@dataclass
+class _Read:
+    frame: DataFrame  # encoded
+    nbytes: int  # estimated size in the driver
+    rows: Future[pa.Table] = field(default_factory=Future)
+
+
+class Cycle:
+    """The reads of the tables at their heads, each cycle's run as one Spark job."""
+
+    def __init__(self, spark: SparkSession, max_bytes: int) -> None:
+        self.spark, self.max_bytes = spark, max_bytes
+        self._waiting: deque[_Read] = deque()
+        self._heads: set[object] = set()  # the tables at their heads, who may send reads
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """End the cycle's thread once the reads waiting are served."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def at_head(self, table: object, now: bool) -> None:
+        """table is at its head now (or no longer): a cycle waits for its reads."""
+        with self._changed:
+            (self._heads.add if now else self._heads.discard)(table)
+            self._changed.notify_all()
+
+    def collect(self, frame: DataFrame, nbytes: int) -> pa.Table:
+        """frame's rows, collected in the next cycle (with the other tables' reads); raises
+        what reading frame raised."""
+        read = _Read(frame, nbytes)
+        with self._changed:
+            self._waiting.append(read)
+            self._changed.notify_all()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="cycle", daemon=True)
+                self._thread.start()
+        return read.rows.result()
+
+    def _run(self) -> None:
+        from producer.follow import FOLLOW, in_pool
+
+        in_pool(self.spark, FOLLOW)
+        while reads := self._take():
+            self._serve(reads)
+
+    def _take(self) -> list[_Read]:
+        """1. The reads of this cycle: oldest first, within max_bytes; none once closed."""
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self._waiting) or self._closed)
+            if not self._waiting:
+                self._thread = None
+                return []
+            self._gather()
+            taken = [self._waiting.popleft()]
+            nbytes = taken[0].nbytes
+            while self._waiting and nbytes + self._waiting[0].nbytes <= self.max_bytes:
+                nbytes += self._waiting[0].nbytes
+                taken.append(self._waiting.popleft())
+        return taken
+
+    def _gather(self) -> None:
+        """Wait, holding the lock, for the other tables at their heads to send reads."""
+        began = time.monotonic()
+        while len(self._waiting) < len(self._heads):
+            count, left = len(self._waiting), began + GATHER_S - time.monotonic()
+            if left <= 0:
+                return
+            self._changed.wait_for(functools.partial(self._more_than, count), min(QUIET_S, left))
+            if len(self._waiting) == count:
+                return  # quiet: none came
+
+    def _more_than(self, count: int) -> bool:
+        return len(self._waiting) > count
+
+    def _serve(self, reads: list[_Read]) -> None:
+        """2. and 3.: one job for all, else each alone."""
+        if len(reads) == 1:
+            _alone(reads[0])
+            return
+        from pyspark.sql import DataFrame
+        from pyspark.sql.functions import lit
+
+        began = time.monotonic()
+        try:
+            # A string tag: Spark's code generation keeps it out of the generated code,
+            # which is then the same for every table of one shape, and compiled once.
+            tagged = [r.frame.withColumn(PLACE, lit(str(i))) for i, r in enumerate(reads)]
+            union = functools.reduce(DataFrame.union, tagged)
+            # Fewer, fuller tasks: a task per table costs more than its few rows.
+            rows = union.coalesce(self.spark.sparkContext.defaultParallelism).toArrow()
+        except Exception as exc:  # noqa: BLE001 - whose read failed is found by reading each alone
+            why = f"{type(exc).__name__}: {exc}"[:300]
+            metrics.event("cycle_failed", logging.WARNING, tables=len(reads), error=why)
+            for read in reads:
+                _alone(read)
+            return
+        seconds = time.monotonic() - began
+        metrics.CYCLE.observe(seconds)
+        metrics.CYCLE_TABLES.observe(len(reads))
+        metrics.event(
+            "cycle", logging.DEBUG, tables=len(reads), rows=len(rows), ms=round(seconds * 1000)
+        )
+        places = rows.column(PLACE)
+        rows = rows.drop_columns([PLACE])
+        for i, read in enumerate(reads):
+            read.rows.set_result(rows.filter(pc.equal(places, str(i))))
+
+
+def _alone(read: _Read) -> None:
+    try:
+        read.rows.set_result(read.frame.toArrow())
+    except BaseException as exc:  # noqa: BLE001 - raised in the table's own thread
+        read.rows.set_exception(exc)

@@ -1,0 +1,170 @@
+"""`follow_table`: follow one table and publish its changes until stopped, the same code
+whether the process follows one table or a lake of them (producer/lake.py):
+
+1. set up, Kafka's side in a thread beside Spark's (producer/startup.py logs each step):
+   the topics and the transactional producer, which fences older ones and reads the
+   progress; the table's Delta log; a resync asked for (producer/resync.py) starts a new
+   generation with a snapshot at the latest version;
+2. the reader thread runs follow() (producer/follow.py: poll, plan, read, encode, slice)
+   one slice ahead of this one (producer/prefetch.py); reads at the table's head are
+   collected in the process's cycle with the other tables' (producer/cycle.py);
+3. this thread sends each chunk's slices in one Kafka transaction with its progress record,
+   a version too large for one in a transaction per slice (producer/transactions.py,
+   producer/publish.py), then logs the chunk.
+
+A resync request halts the table's follow, and its follow starts over.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from producer import metrics
+from producer.cycle import Cycle
+from producer.encode import describe_key
+from producer.follow import FOLLOW, follow, in_pool
+from producer.prefetch import Prefetch
+from producer.publish import Publisher
+from producer.registry import TopicSchemas
+from producer.resync import Resyncs
+from producer.self_resync import resyncs_itself
+from producer.settings import ProducerSettings
+from producer.slices import Slice
+from producer.source import DeltaSource
+from producer.start import check_identity, starting_point
+from producer.startup import KafkaSide, Waterfall, discard, kafka_side_in_thread
+from producer.transactions import Tally, publish_chunk
+from schemas.errors import CdfBridgeError
+from schemas.progress import Identity
+from schemas.storage_errors import storage_error
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def follow_table(
+    settings: ProducerSettings,
+    spark: SparkSession,
+    resyncs: Resyncs,
+    cycle: Cycle,
+    steps: Waterfall | None = None,
+    kafka: Future[KafkaSide] | None = None,
+) -> None:
+    """Publish settings.source's table until its --until-version or the process stops,
+    starting over on each resync request; raises CdfBridgeErrors, the object store's
+    failures named. cycle: where its reads at the head are collected; kafka: its Kafka
+    side, set up already (or being set up)."""
+    topic = settings.source.topic_name
+    steps, resynced = steps or Waterfall(topic), False
+    while True:
+        halt = resyncs.rearm(topic)
+        try:
+            _follow(settings, spark, halt, resyncs, cycle, steps, kafka)
+        except CdfBridgeError as exc:
+            if resynced or not resyncs_itself(exc, settings):
+                raise
+            resynced, kafka = True, None  # at most once a start: a failing resync stops
+            continue
+        except Exception as exc:
+            # Spark's and Delta's errors, raised here or in the reader: the store's are named.
+            failure = storage_error(exc, settings.source.table, settings.storage.endpoint)
+            if failure is None:
+                raise
+            raise failure from exc
+        if resyncs.stop.is_set() or not halt.is_set():
+            return  # stopping, or --until-version reached
+        # else halted by a resync request: the next start takes it
+        kafka = None
+
+
+def _follow(
+    settings: ProducerSettings,
+    spark: SparkSession,
+    stop: threading.Event,
+    resyncs: Resyncs,
+    cycle: Cycle,
+    steps: Waterfall,
+    kafka: Future[KafkaSide] | None,
+) -> None:
+    config, topic = settings.source, settings.source.topic_name
+    in_pool(spark, FOLLOW)
+    kafka = kafka or kafka_side_in_thread(settings, steps)  # beside the Delta log's load
+    try:
+        with steps.step("delta_log"):
+            source = DeltaSource(spark, config.table)
+        with steps.step("change_feed_check"):
+            source.check_change_feed()
+    except BaseException:
+        discard(kafka)
+        raise
+    side = kafka.result()
+    publisher, position = side.publisher, side.position
+    try:
+        identity = Identity(config.table, source.table_id)
+        check_identity(position, identity, topic)
+        if not side.fenced:  # the same table (its Delta id) named another way
+            position = publisher.start()
+        publisher.progress.identity = identity
+        publisher.progress.hashed = tuple(config.hash_columns)
+        resyncs.watch(topic, max(position.requested, position.generation.number))
+        with steps.step("starting_point"):
+            start, snapshot_at = starting_point(config, source, publisher, position)
+        last = position.version
+        metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
+        schemas = TopicSchemas.connect(settings.schema_registry, topic, config.table)
+        schemas.new_generation = position.resync_pending
+        publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
+        resume = None if position.resync_pending else position.part
+        changes = follow(source, schemas, config, start, snapshot_at, stop, steps, resume, cycle)
+        # The prefetch's own stop: closing it must not stop the other tables.
+        with Prefetch(changes, name=f"cdf-reader-{topic}") as slices:
+            _publish_all(iter(slices), publisher, topic, stop, steps, position.version)
+    finally:
+        publisher.close()
+
+
+def _publish_all(
+    slices: Iterator[Slice],
+    publisher: Publisher,
+    topic: str,
+    stop: threading.Event,
+    steps: Waterfall,
+    whole: int | None,
+) -> None:
+    """Each chunk in its transactions (producer/transactions.py), its further slices pulled
+    from slices as it is sent; whole: the last version published whole before the first."""
+    bar, total = metrics.ProgressBar(), 0
+    for first in slices:
+        chunk = first.chunk
+        began, tally = time.monotonic(), Tally()
+        try:
+            rows = publish_chunk(first, slices, publisher, whole, stop.is_set, tally)
+        except InterruptedError:
+            rows = None
+        if rows is None:
+            metrics.event("aborted", topic=topic, versions=str(chunk), reason="stopping")
+            break
+        seconds = time.monotonic() - began
+        total += rows
+        metrics.ROWS.labels(topic).inc(rows)
+        metrics.TRANSACTION.labels(topic).observe(seconds)
+        metrics.TABLE_FAILED.labels(topic).set(0)
+        metrics.BEHIND.labels(topic).set(max(0, first.head - chunk.last))
+        metrics.event(
+            "chunk_published",
+            topic=topic,
+            versions=str(chunk),
+            rows=rows,
+            rows_per_s=round(rows / seconds) if seconds else None,
+            transaction_ms=round(seconds * 1000),
+            read_ms=round(tally.read_s * 1000),  # Spark, in the reader thread, ahead of the send
+            mib=round(tally.bytes / 2**20, 1),  # encoded, as held in the driver
+        )
+        steps.done()
+        whole = chunk.last
+        bar.show(chunk.last, first.head, total)
+    bar.done()
