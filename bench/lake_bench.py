@@ -6,11 +6,15 @@
 For each --tables N: N Delta tables (the demo generator's shape) each take a commit of
 --rows-per-commit inserts every --interval seconds, while one producer (`[[tables]]` in a
 config file) and one consumer (the same file) follow them all. A commit's freshness is the
-time from its Delta commit timestamp until ClickHouse has stored all its rows (one query
-over every table's insert counter, every 0.2 s). Measuring starts after --warmup-s and once
+time from its Delta commit until ClickHouse has stored all its rows (one query over every
+table's insert counter). Measuring starts after --warmup-s and once
 every table's commit two back is stored. Prints p50/p99/max per table and over all, and the
 producer's and consumer's peak RSS (process trees: Python + Spark JVM); with several counts,
 the producer's peak RSS against the first count's.
+
+ClickHouse is asked every 0.2 s, so a commit's freshness is known to 0.2 s. The producer's
+CPU (its process tree, as a share of one core) is measured over the same window; with
+--idle no table commits while measured, which shows what following idle tables costs.
 
 --backfill-rows R adds a table of R changes (inserts, 5% updated, 1% deleted: the backlog of
 bench/producer_bench.py) that the producer backfills from version 0 while the N tables keep
@@ -30,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +45,7 @@ import clickhouse_connect
 import target
 from output import save, table
 from producer_bench import build_table
-from stages import PeakRss, start
+from stages import PeakRss, start, tree_cpu_s
 
 from producer.generate import Generator
 from schemas.settings import ConnectionSettings
@@ -112,22 +117,23 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
     for sampler in rss.values():
         sampler.start()
     committed: dict[tuple[str, int], tuple[float, int]] = {}  # → (commit time, rows)
-    samples: list[tuple[float, dict[tuple[str, int], int]]] = []
+    watcher = Visible(database)
+    watcher.start()
+    samples = watcher.samples
     began, tick, measured_from = time.monotonic(), 0, None
     pool = ThreadPoolExecutor(max_workers=4)
+
+    def commit(name: str) -> tuple[int, float]:
+        return generators[name].commit("insert", args.rows_per_commit), time.time()
+
+    versions: dict[str, int] = {}
     try:
         while measured_from is None or tick < measured_from + args.seconds / args.interval:
             time.sleep(max(0.0, began + tick * args.interval - time.monotonic()))
-            versions = dict(
-                zip(
-                    names,
-                    pool.map(lambda n: generators[n].commit("insert", args.rows_per_commit), names),
-                    strict=True,
-                )
-            )
-            now = time.time()
-            for name, version in versions.items():
-                committed[(name, version)] = (now, args.rows_per_commit)
+            if not (args.idle and measured_from is not None):  # idle: no commit measured
+                for name, (version, at) in zip(names, pool.map(commit, names), strict=True):
+                    versions[name] = version
+                    committed[(name, version)] = (at, args.rows_per_commit)
             samples.append((time.time(), visible(client, database)))
             elapsed = time.monotonic() - began
             warm = elapsed >= args.warmup_s
@@ -135,6 +141,7 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
             if measured_from is None and warm and (caught_up or elapsed >= args.max_warmup_s):
                 behind_at_start = not caught_up
                 measured_from, first = tick, dict(versions)
+                cpu_from = (time.monotonic(), tree_cpu_s(producer.pid))
                 backfilled = [(time.time(), _rows_of(samples[-1][1], "backfill"))]
                 if args.resync_rows:
                     before = samples[-1][1].get(("resync", resynced[0]), 0)
@@ -144,6 +151,9 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
             if producer.poll() is not None or consumer.poll() is not None:
                 raise SystemExit(f"a stage exited; logs in {logs}/lake_{run_id}.*.log")
         backfilled.append((time.time(), _rows_of(samples[-1][1], "backfill")))
+        cpu_pct = round(
+            100 * (tree_cpu_s(producer.pid) - cpu_from[1]) / (time.monotonic() - cpu_from[0]), 1
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not _caught_up(
             samples[-1][1], versions, args, back=0
@@ -151,6 +161,7 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
             time.sleep(0.2)
             samples.append((time.time(), visible(client, database)))
     finally:
+        watcher.done.set()
         for stage in (producer, consumer):
             stage.send_signal(signal.SIGTERM)
             stage.wait(120)
@@ -183,8 +194,23 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         "caught_up_when_measured": not behind_at_start,
         "lags": lags,
         "backfill": backfill,
+        "producer_cpu_pct": cpu_pct,
         **{k: v.mib for k, v in rss.items()},
     }
+
+
+class Visible(threading.Thread):
+    """visible() every 0.2 s, each with when it was seen, until `done` is set."""
+
+    def __init__(self, database: str) -> None:
+        super().__init__(daemon=True)
+        self.database, self.done = database, threading.Event()
+        self.samples: list[tuple[float, dict[tuple[str, int], int]]] = []
+
+    def run(self) -> None:
+        client = clickhouse_connect.get_client(dsn=ConnectionSettings().clickhouse.url)
+        while not self.done.wait(0.2):
+            self.samples.append((time.time(), visible(client, self.database)))
 
 
 def _resync(config: Path, topic: str, env: dict[str, str]) -> None:
@@ -213,7 +239,10 @@ def _caught_up(
 
 
 def _pct(values: list[float], q: int) -> float:
+    """The q-th percentile of values (NaN for none: --idle measures no commit)."""
     ordered = sorted(values)
+    if not ordered:
+        return float("nan")
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
@@ -235,6 +264,9 @@ def main() -> None:
     p.add_argument("--poll-interval", type=float, default=0.5, help="the producer's")
     p.add_argument("--backfill-rows", type=int, default=0, help="a table backfilled meanwhile")
     p.add_argument("--resync-rows", type=int, default=0, help="a table resynced meanwhile")
+    p.add_argument(
+        "--idle", action="store_true", help="no commits while measured: the producer's CPU then"
+    )
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cdfbridge-lake-"))
     results = [scenario(args, count, root) for count in args.tables or [20]]
@@ -250,10 +282,11 @@ def main() -> None:
                 round(_pct(every, 50), 2),
                 round(_pct(every, 99), 2),
                 f"{round(_pct(worst[1], 99), 2)} ({worst[0]})",
-                round(max(every), 2),
+                round(max(every, default=float("nan")), 2),
                 result["producer"],
                 f"{result['producer'] / base:.2f}×",
                 result["consumer"],
+                result["producer_cpu_pct"],
             )
         )
     print(
@@ -269,6 +302,7 @@ def main() -> None:
                 "producer MiB",
                 "vs first",
                 "consumer MiB",
+                "producer CPU % of a core",
             ),
             rows,
         )

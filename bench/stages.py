@@ -3,6 +3,7 @@ output in a log file, and the peak RSS of each process tree (Python + Spark JVM)
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -50,6 +51,21 @@ class PeakRss(threading.Thread):
     @property
     def mib(self) -> int:
         return round(self.peak_kib / 1024)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) spent so far by pid and all its descendants alive."""
+    total, pending, tick = 0, [pid], os.sysconf("SC_CLK_TCK")
+    while pending:
+        current = pending.pop()
+        try:
+            stat = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(stat[11]) + int(stat[12])  # utime, stime: fields 14 and 15
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        pending += [int(c) for c in children]
+    return total / tick
 
 
 def tree_rss_kib(pid: int) -> int:
