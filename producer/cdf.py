@@ -97,7 +97,7 @@ class DirectChangeFeed:
         else:
             latest = self._log.update(False, none, none)
             # Read with the schema of the range's end: a range before a type widening is
-            # read with its own types (producer/follow.py reads no range across a change).
+            # read with its own types (producer/chunks.py reads no range across a change).
             end = (
                 latest
                 if latest.version() == last

@@ -1,6 +1,6 @@
 """One Spark job per cycle for every table at its head.
 
-A table whose new commits are few (producer/follow.py HEAD_ROWS) hands its read, already
+A table whose new commits are few (producer/chunks.py HEAD_ROWS) hands its read, already
 encoded with its own Avro schemas (producer/encode.py), to the process's one Cycle and
 waits. The cycle's thread:
 
@@ -84,7 +84,7 @@ class Cycle:
         return read.rows.result()
 
     def _run(self) -> None:
-        from producer.follow import FOLLOW, in_pool
+        from producer.chunks import FOLLOW, in_pool
 
         in_pool(self.spark, FOLLOW)
         while reads := self._take():

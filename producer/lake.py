@@ -4,7 +4,7 @@ same `follow_table` that runs a single table (producer/table.py), fairly, and fa
 - Reads at the tables' heads are collected in one Spark job per cycle (producer/cycle.py).
 
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
-  snapshots) run in one pool and fresh commits in another (producer/follow.py), so a big
+  snapshots) run in one pool and fresh commits in another (producer/chunks.py), so a big
   backfill's tasks take turns with the small tables' fresh commits instead of queueing
   ahead of them.
 - Each table keeps its own topic, transactional id and progress record: exactly once holds

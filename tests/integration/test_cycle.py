@@ -136,7 +136,7 @@ def test_a_table_moves_from_the_cycle_to_a_backlog_and_back_without_gap_or_dupli
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("producer.follow.HEAD_ROWS", 200)  # a span of more is a backlog
+    monkeypatch.setattr("producer.chunks.HEAD_ROWS", 200)  # a span of more is a backlog
     tables = lake(tmp_path, "ab", rows=20)
     topics = {name: unique(f"cycle_{name}") for name in tables}
     entries = [
