@@ -20,6 +20,7 @@ from producer.course import Course, Estimates, Span
 from producer.cycle import Cycle
 from producer.encode import snapshot_changes
 from producer.plan import Chunk
+from producer.pools import FOLLOW, HISTORY, in_pool
 from producer.slices import Slice, encoded_slices, sample
 from producer.source import DeltaSource
 from producer.spark_errors import reading
@@ -28,24 +29,12 @@ from producer.table_schemas import RangeSchemas, TableSchema
 from schemas.progress import Part
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
-# Spark's FAIR scheduler pools, for several tables in one session (producer/lake.py). Reads
-# far behind the head (backfills, snapshots) run in HISTORY, the head's fresh commits in
-# FOLLOW, in the cycle's one job (producer/cycle.py): the two pools share the cores while
-# both have tasks, so a backfill never holds back fresh commits. (Spark breaks ties between
-# pools by name: FOLLOW sorts first.)
-FOLLOW, HISTORY = "follow", "history"
 # A span of at most this many changes is at the head: read in the cycle. A longer one is a
 # backlog: read in chunks of its own, in HISTORY, so it holds no other table up.
 HEAD_ROWS = 50_000
-
-
-def in_pool(spark: SparkSession, pool: str) -> None:
-    """Run this thread's Spark jobs in the FAIR scheduler pool `pool`; without FAIR
-    scheduling (one table per process) Spark ignores it."""
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
 
 
 class Chunks:

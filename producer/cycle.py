@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from producer import metrics
+from producer.pools import FOLLOW, in_pool
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -84,8 +85,6 @@ class Cycle:
         return read.rows.result()
 
     def _run(self) -> None:
-        from producer.chunks import FOLLOW, in_pool
-
         in_pool(self.spark, FOLLOW)
         while reads := self._take():
             self._serve(reads)

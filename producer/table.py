@@ -24,10 +24,10 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from producer import metrics
-from producer.chunks import FOLLOW, in_pool
 from producer.cycle import Cycle
 from producer.encode import describe_key
 from producer.follow import follow
+from producer.pools import FOLLOW, in_pool
 from producer.prefetch import Prefetch
 from producer.publish import Publisher
 from producer.registry import TopicSchemas
