@@ -86,9 +86,12 @@ class DeltaSource:
         return str(snapshot.metadata().id())
 
     def check_change_feed(self) -> None:
-        # SHOW TBLPROPERTIES answers from the log; detail() costs a Spark job (5 s when cold).
-        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name} ({CDF_PROPERTY})").collect()
-        if not rows or str(rows[0]["value"]).lower() != "true":
+        """ChangeFeedDisabledError unless the table's properties, in the log as loaded,
+        enable its Change Data Feed (SHOW TBLPROPERTIES would resolve the table again, and
+        detail() costs a Spark job)."""
+        snapshot = self._delta._jdt.deltaLog().unsafeVolatileSnapshot()
+        value = snapshot.metadata().configuration().get(CDF_PROPERTY)
+        if not value.isDefined() or str(value.get()).lower() != "true":
             raise ChangeFeedDisabledError(self.table, self.sql_name)
 
     def schema_json(self, version: int) -> dict[str, Any]:
