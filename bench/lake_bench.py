@@ -13,8 +13,13 @@ producer's and consumer's peak RSS (process trees: Python + Spark JVM); with sev
 the producer's peak RSS against the first count's.
 
 ClickHouse is asked every 0.2 s, so a commit's freshness is known to 0.2 s. The producer's
-CPU (its process tree, as a share of one core) is measured over the same window; with
---idle no table commits while measured, which shows what following idle tables costs.
+share of it, from the commit until its chunk was published, is read from the producer's
+log (`published`). The producer's CPU (its process tree, as a share of one core) is
+measured over the same window.
+
+--idle: each table takes IDLE_COMMITS commits; once the producer has published them all
+(its log says, IDLE_SETTLE_S before), no table commits while measured, which shows what
+following idle tables costs. No consumer runs then.
 
 --backfill-rows R adds a table of R changes (inserts, 5% updated, 1% deleted: the backlog of
 bench/producer_bench.py) that the producer backfills from version 0 while the N tables keep
@@ -29,6 +34,7 @@ measured meanwhile, and how long the snapshot took to reach ClickHouse is printe
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -38,6 +44,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +56,11 @@ from stages import PeakRss, start, tree_cpu_s
 
 from producer.generate import Generator
 from schemas.settings import ConnectionSettings
+
+IDLE_COMMITS = 3  # commits each table takes with --idle, before measuring
+# ... and how long after the last is published: each table's first poll that finds nothing
+# loads its whole log once (producer/follow.py _Idle), which is not what idling costs.
+IDLE_SETTLE_S = 30.0
 
 
 def config_text(
@@ -110,10 +122,16 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
     producer = start(
         ["producer", "--config", str(config)], env, logs / f"lake_{run_id}.producer.log"
     )
-    consumer = start(
-        ["consumer", "--config", str(config), "run"], env, logs / f"lake_{run_id}.consumer.log"
-    )
-    rss = {"producer": PeakRss(producer.pid), "consumer": PeakRss(consumer.pid)}
+    log = logs / f"lake_{run_id}.producer.log"
+    # --idle measures the producer alone: no consumer, so no ClickHouse to wait for.
+    consumer = None
+    if not args.idle:
+        command = ["consumer", "--config", str(config), "run"]
+        consumer = start(command, env, logs / f"lake_{run_id}.consumer.log")
+    stages = [stage for stage in (producer, consumer) if stage is not None]
+    rss = {"producer": PeakRss(producer.pid)}
+    if consumer is not None:
+        rss["consumer"] = PeakRss(consumer.pid)
     for sampler in rss.values():
         sampler.start()
     committed: dict[tuple[str, int], tuple[float, int]] = {}  # → (commit time, rows)
@@ -130,14 +148,19 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
     try:
         while measured_from is None or tick < measured_from + args.seconds / args.interval:
             time.sleep(max(0.0, began + tick * args.interval - time.monotonic()))
-            if not (args.idle and measured_from is not None):  # idle: no commit measured
+            if not args.idle or tick < IDLE_COMMITS:  # idle: a few commits, then none
                 for name, (version, at) in zip(names, pool.map(commit, names), strict=True):
                     versions[name] = version
                     committed[(name, version)] = (at, args.rows_per_commit)
             samples.append((time.time(), visible(client, database)))
             elapsed = time.monotonic() - began
             warm = elapsed >= args.warmup_s
-            caught_up = _caught_up(samples[-1][1], versions, args)
+            if args.idle:  # every table's last commit published IDLE_SETTLE_S ago
+                sent = published_at(log)
+                last = [sent.get((tables[n][1], v)) for n, v in versions.items()]
+                caught_up = all(at is not None and at < time.time() - IDLE_SETTLE_S for at in last)
+            else:
+                caught_up = _caught_up(samples[-1][1], versions, args)
             if measured_from is None and warm and (caught_up or elapsed >= args.max_warmup_s):
                 behind_at_start = not caught_up
                 measured_from, first = tick, dict(versions)
@@ -148,13 +171,13 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
                     resync_asked = (time.time(), before)
                     _resync(config, tables["resync"][1], env)
             tick += 1
-            if producer.poll() is not None or consumer.poll() is not None:
+            if any(stage.poll() is not None for stage in stages):
                 raise SystemExit(f"a stage exited; logs in {logs}/lake_{run_id}.*.log")
         backfilled.append((time.time(), _rows_of(samples[-1][1], "backfill")))
         cpu_pct = round(
             100 * (tree_cpu_s(producer.pid) - cpu_from[1]) / (time.monotonic() - cpu_from[0]), 1
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + (0 if args.idle else 60)
         while time.monotonic() < deadline and not _caught_up(
             samples[-1][1], versions, args, back=0
         ):
@@ -162,18 +185,22 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
             samples.append((time.time(), visible(client, database)))
     finally:
         watcher.done.set()
-        for stage in (producer, consumer):
+        for stage in stages:
             stage.send_signal(signal.SIGTERM)
             stage.wait(120)
         for sampler in rss.values():
             sampler.done.set()
         client.command(f"DROP DATABASE `{database}`")
     lags: dict[str, list[float]] = {name: [] for name in names}
+    published = published_at(log)
+    producer_lags: list[float] = []
     for (name, version), (at, rows) in committed.items():
-        if version < first[name]:
+        if version < first[name] or args.idle:  # --idle measures no commit
             continue
         seen = next((s for s, counts in samples if counts.get((name, version), 0) >= rows), None)
         lags[name].append(float("inf") if seen is None else seen - at)
+        sent = published.get((tables[name][1], version))
+        producer_lags.append(float("inf") if sent is None else sent - at)
     (t0, r0), (t1, r1) = backfilled
     backfill = {
         "stored_at_start": r0,
@@ -195,6 +222,8 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         "lags": lags,
         "backfill": backfill,
         "producer_cpu_pct": cpu_pct,
+        "producer_lags": producer_lags,
+        "consumer": 0,
         **{k: v.mib for k, v in rss.items()},
     }
 
@@ -211,6 +240,20 @@ class Visible(threading.Thread):
         client = clickhouse_connect.get_client(dsn=ConnectionSettings().clickhouse.url)
         while not self.done.wait(0.2):
             self.samples.append((time.time(), visible(client, self.database)))
+
+
+def published_at(log: Path) -> dict[tuple[str, int], float]:
+    """When the producer logged each (topic, version) published: its chunk's log line."""
+    found: dict[tuple[str, int], float] = {}
+    for line in log.read_text().splitlines():
+        if '"chunk_published"' not in line:
+            continue
+        at = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        event = json.loads(line[line.index("{") :])
+        first, _, last = event["versions"].split()[0].partition("-")
+        for version in range(int(first), int(last or first) + 1):
+            found.setdefault((event["topic"], version), at)
+    return found
 
 
 def _resync(config: Path, topic: str, env: dict[str, str]) -> None:
@@ -281,6 +324,8 @@ def main() -> None:
                 len(every),
                 round(_pct(every, 50), 2),
                 round(_pct(every, 99), 2),
+                round(_pct(result["producer_lags"], 50), 2),
+                round(_pct(result["producer_lags"], 99), 2),
                 f"{round(_pct(worst[1], 99), 2)} ({worst[0]})",
                 round(max(every, default=float("nan")), 2),
                 result["producer"],
@@ -297,6 +342,8 @@ def main() -> None:
                 "commits",
                 "p50 s",
                 "p99 s",
+                "published p50 s",
+                "published p99 s",
                 "worst table p99 s",
                 "max s",
                 "producer MiB",

@@ -61,7 +61,7 @@ def tree_cpu_s(pid: int) -> float:
         try:
             stat = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(stat[11]) + int(stat[12])  # utime, stime: fields 14 and 15
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+            children = _children(current)
         except OSError:
             continue
         pending += [int(c) for c in children]
@@ -77,8 +77,19 @@ def tree_rss_kib(pid: int) -> int:
             status = Path(f"/proc/{current}/status").read_text()
             found = re.search(r"VmRSS:\s+(\d+)", status)
             total += int(found[1]) if found else 0
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+            children = _children(current)
         except OSError:
             continue
         pending += [int(c) for c in children]
     return total
+
+
+def _children(pid: int) -> list[str]:
+    """The child processes of every thread of pid (a thread that started one is its parent)."""
+    found: list[str] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += (task / "children").read_text().split()
+        except OSError:
+            continue
+    return found
