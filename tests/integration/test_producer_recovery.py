@@ -144,8 +144,9 @@ def test_a_lost_spark_driver_is_named_with_exit_code_3(
     assert len(jvm) == 1
     os.kill(int(jvm[0]), signal.SIGKILL)
 
-    assert follower.wait(60) == 3
+    code = follower.wait(60)
     message = follower.stderr.read().decode() if follower.stderr else ""
+    assert code == 3, message[-3000:]
     assert "the Spark driver JVM died or stopped answering" in message
     assert "--max-bytes-per-chunk" in message
     assert "Exception while sending command" not in message  # py4j's retries, at INFO
