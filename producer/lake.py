@@ -1,6 +1,5 @@
-"""Many tables through one Spark session: each table followed in a thread of its own, by
-`follow_table` (producer/table.py), fairly, and failing alone. One table given without
-[[tables]] is a lake of one: the same thread and code, but its failures are not retried.
+"""Many tables through one Spark session: each table followed in a thread of its own, by the
+same `follow_table` that runs a single table (producer/table.py), fairly, and failing alone.
 
 - Reads at the tables' heads are collected in one Spark job per cycle (producer/cycle.py).
 
@@ -29,7 +28,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from producer import metrics
@@ -38,7 +36,6 @@ from producer.errors import FencedError
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
-from producer.startup import KafkaSide, Waterfall
 from producer.table import follow_table
 from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
 from schemas.retry import Stopped, backoff_s, retrying
@@ -47,7 +44,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("cdfbridge.producer")
-Started = tuple[Waterfall, Future[KafkaSide]]  # a start-up's steps and its Kafka side
 TABLE_MAX_BACKOFF_S = 300.0
 HEALTHY_S = 60.0  # an attempt that ran this long before failing had recovered
 
@@ -73,26 +69,13 @@ class Backoff:
 
 
 def follow_all(
-    settings: ProducerSettings,
-    spark: SparkSession,
-    resyncs: Resyncs,
-    cycle: Cycle,
-    started: Started | None = None,
+    settings: ProducerSettings, spark: SparkSession, resyncs: Resyncs, cycle: Cycle
 ) -> None:
     """Follow every table of settings until each is done (--until-version) or the process
     stops (resyncs.stop); raises the first error that stops every table. cycle: where the
-    tables' reads at their heads are collected together. Without [[tables]] the one table
-    is a lake of one, whose every failure stops it (no retry); started: its start-up steps
-    and Kafka side, set up beside Spark's session."""
-    lone = not settings.tables
-    tables = [
-        _Table(settings, source, spark, resyncs, cycle, retries=not lone)
-        for source in settings.sources()
-    ]
-    if lone:
-        tables[0].started = started
-    else:
-        metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
+    tables' reads at their heads are collected together."""
+    tables = [_Table(settings, source, spark, resyncs, cycle) for source in settings.sources()]
+    metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
         table.thread.start()
     for table in tables:
@@ -122,12 +105,9 @@ class _Table:
         spark: SparkSession,
         resyncs: Resyncs,
         cycle: Cycle,
-        retries: bool = True,
     ) -> None:
         self.settings = settings.model_copy(update={"source": source, "tables": []})
         self.source, self.spark, self.resyncs, self.cycle = source, spark, resyncs, cycle
-        self.retries = retries  # False: its own failures stop it, and the process
-        self.started: Started | None = None  # its first start's steps and Kafka side
         self.stop = resyncs.stop
         self.topic = source.topic_name
         self.error: BaseException | None = None  # what stopped every table, if this saw it
@@ -146,9 +126,7 @@ class _Table:
 
         def attempt() -> None:
             self.backoff.attempt()
-            steps, kafka = self.started or (None, None)
-            self.started = None
-            follow_table(self.settings, self.spark, self.resyncs, self.cycle, steps, kafka)
+            follow_table(self.settings, self.spark, self.resyncs, self.cycle)
 
         try:
             while True:
@@ -160,7 +138,7 @@ class _Table:
                         return
                     # a resync asked for while the table waited to retry: take it now
         except BaseException as exc:  # noqa: BLE001 - handed to follow_all to raise
-            if not self.retries or stops_every_table(exc, self.spark):
+            if stops_every_table(exc, self.spark):
                 self.error = exc
                 self.stop.set()  # every other table stops too
             # else the process is stopping while this table failed: it was logged
@@ -168,7 +146,7 @@ class _Table:
     def _fails_alone(self, exc: BaseException) -> bool:
         """True (retry this table) unless exc stops every table or the process is stopping;
         a table's own failure is logged and counted here."""
-        if not self.retries or self.stop.is_set() or stops_every_table(exc, self.spark):
+        if self.stop.is_set() or stops_every_table(exc, self.spark):
             return False
         self.backoff.failed()
         metrics.TABLE_FAILED.labels(self.topic).set(1)

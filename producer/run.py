@@ -1,7 +1,6 @@
-"""`run()`: follow a Delta table, or each of [[tables]], and publish its changes until
-stopped. One table is a lake of one (producer/lake.py); each table is followed by
-producer/table.py, and their reads at the head share one Spark job per cycle
-(producer/cycle.py).
+"""`run()`: follow a Delta table, or each of [[tables]] (producer/lake.py), and publish its
+changes until stopped. Each table is followed by producer/table.py; their reads at the head
+share one Spark job per cycle (producer/cycle.py).
 
 SIGTERM or SIGINT aborts the open transactions and returns 0.
 """
@@ -19,6 +18,7 @@ from producer.lake import follow_all
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings
 from producer.startup import Waterfall, discard, kafka_side_in_thread, since_start_s
+from producer.table import follow_table
 from schemas.spark_session import session_for
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def run(
                 discard(kafka)
                 raise
             cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
-            follow_all(settings, spark, resyncs, cycle, (steps, kafka))
+            follow_table(settings, spark, resyncs, cycle, steps, kafka)
             return
         spark = spark or _session(settings, FAIR)
         cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
