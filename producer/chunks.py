@@ -115,10 +115,8 @@ class Chunks:
         cycle, with its estimated bytes; any other in a job of its own."""
         if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
             return lambda encoded: encoded.toArrow()
-        cycle, rows = (
-            self.cycle,
-            sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1)),
-        )
+        cycle = self.cycle
+        rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
         nbytes = self.course.width.nbytes(rows)
         return lambda encoded: cycle.collect(encoded, nbytes)
 

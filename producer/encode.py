@@ -149,7 +149,7 @@ def _record(
     fields = [given[n].alias(n) if n in given else column(n) for n in names]
     delta_type = frame.select(*fields).schema.jsonValue()
     avro_named = renamed(delta_type)
-    record = struct(*[given[n].alias(n) if n in given else column(n) for n in names])
+    record = struct(*fields)
     return record if avro_named == delta_type else record.cast(StructType.fromJson(avro_named))
 
 

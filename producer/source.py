@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from producer.cdf import DirectChangeFeed
+from producer.commit_log import CommitLog
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.plan import estimate_rows
 from schemas.storage_errors import storage_error
@@ -64,14 +65,19 @@ class DeltaSource:
     def head(self, after: int) -> int:
         """The table's latest version, known to be at least `after`: for a path table, from
         the commit files that follow it (producer/commit_log.py), else latest_version()."""
-        commits = self._direct.commits if self._direct else None
+        commits = self._commits
         return commits.newest(after) if commits is not None else self.latest_version()
 
     def settled(self, first: int, last: int) -> bool:
         """No commit first..last carries metaData or protocol, as the commit log read them;
         False when it did not read them all (or the table has no commit log)."""
-        commits = self._direct.commits if self._direct else None
+        commits = self._commits
         return commits is not None and commits.settled(first, last)
+
+    @property
+    def _commits(self) -> CommitLog | None:
+        """The commit log of a path table whose Delta has the internals it reads."""
+        return self._direct.commits if self._direct else None
 
     def latest_version(self) -> int:
         latest = self._direct.latest_version() if self._direct else None
@@ -119,8 +125,8 @@ class DeltaSource:
         few versions, read from their commit files (producer/cdf.py)."""
         from pyspark.sql.functions import col
 
-        read = self._direct.commits if self._direct else None
-        known = read.estimates(first, last) if read is not None else None
+        commits = self._commits
+        known = commits.estimates(first, last) if commits is not None else None
         if known is not None:
             return known
         few = last - first < COMMIT_FILES_READ
