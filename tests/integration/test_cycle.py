@@ -99,8 +99,15 @@ def test_tables_at_their_heads_share_cycles_and_each_ends_equal_with_a_schema_ch
 
 
 def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
-    spark: Any, endpoints: Endpoints, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    spark: Any,
+    endpoints: Endpoints,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The three tables start at once; a cycle waits long enough to take their first reads.
+    monkeypatch.setattr("producer.cycle.GATHER_S", 20.0)
+    monkeypatch.setattr("producer.cycle.QUIET_S", 10.0)
     tables = lake(tmp_path, "abc", rows=20)
     broken_path, _ = tables["b"]
     broken = Generator(broken_path, seed=5).commit("insert", 20)
