@@ -33,6 +33,17 @@ class CommitRefusedError(TerminalError):
         )
 
 
+class OffsetsRefusedError(TerminalError):
+    """Kafka refused to say which offsets the group committed."""
+
+    def __init__(self, topic: str, reason: str) -> None:
+        super().__init__(
+            f"Kafka refused to give the committed offsets of {topic} ({reason}); check that "
+            "the consumer may read its group's offsets (Describe and Read on the group), then "
+            "restart it"
+        )
+
+
 class KafkaFatalError(TerminalError):
     """librdkafka reported a fatal error: this consumer can do nothing more."""
 

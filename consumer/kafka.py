@@ -9,13 +9,16 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer.errors import CommitRefusedError, TopicRefusedError
+from consumer.errors import CommitRefusedError, OffsetsRefusedError, TopicRefusedError
 from schemas.errors import CdfBridgeError, ServiceUnavailableError
-from schemas.kafka_errors import describe, passing
+from schemas.kafka_errors import describe, error_of, passing
+from schemas.retry import retrying
 from schemas.settings import MAX_MESSAGE_BYTES
 
 # A dead letter is its message plus headers naming the error and where it came from.
 DEAD_LETTER_HEADROOM = 64 * 1024
+TIMEOUT_S = 30  # per look-up of committed offsets
+COMMITTED_ATTEMPTS = 4
 
 
 def consumer_config(
@@ -50,6 +53,25 @@ def consumer_config(
         # --until-caught-up when to stop.
         "enable.partition.eof": True,
     }
+
+
+def committed(consumer: Consumer, partitions: list[TopicPartition]) -> list[TopicPartition]:
+    """The group's committed offsets of `partitions` (its member's own look-up), asked again
+    when it fails in a way a later attempt can get past: a busy coordinator times out."""
+    wait = retrying("the group's committed offsets", max_backoff_s=5, attempts=COMMITTED_ATTEMPTS)
+    return wait(_committed, consumer, partitions)
+
+
+def _committed(consumer: Consumer, partitions: list[TopicPartition]) -> list[TopicPartition]:
+    try:
+        return list(consumer.committed(partitions, timeout=TIMEOUT_S))
+    except KafkaException as exc:
+        error, topic = error_of(exc), partitions[0].topic
+        if passing(error):
+            raise ServiceUnavailableError(
+                f"reading the committed offsets of {topic} failed: {describe(error)}"
+            ) from exc
+        raise OffsetsRefusedError(topic, describe(error)) from exc
 
 
 def commit(consumer: Consumer, offsets: list[TopicPartition]) -> None:
