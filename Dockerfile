@@ -25,6 +25,7 @@ RUN mvn -B -q -f stack/maven/spark/pom.xml dependency:copy-dependencies \
         -Dstack.lib=/opt/cdfbridge/lib/spark \
     && rm -rf /root/.m2
 COPY schemas schemas
+COPY services services
 COPY producer producer
 COPY consumer consumer
 COPY stack stack
@@ -44,13 +45,13 @@ ENV PATH=/opt/cdfbridge/venv/bin:$PATH \
     CDFBRIDGE_STACK_HOME=/opt/cdfbridge \
     PYTHONUNBUFFERED=1
 # The Spark driver's class-data archive, built with this image's own JRE and jars: a
-# producer's JVM starts faster with it (schemas/class_archive.py).
+# producer's JVM starts faster with it (services/class_archive.py).
 RUN cdfbridge-stack fetch cds && rm /opt/cdfbridge/lib/spark.jsa.*.log
 WORKDIR /home/cdfbridge
 USER cdfbridge
-# The producer's /metrics or the consumer's /health answers (schemas/healthcheck.py).
+# The producer's /metrics or the consumer's /health answers (services/healthcheck.py).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=6 \
-    CMD ["python", "-m", "schemas.healthcheck"]
+    CMD ["python", "-m", "services.healthcheck"]
 # No entrypoint script: the command is the process, so `docker stop`'s SIGTERM reaches
 # Python, which drains and commits before it exits.
 CMD ["cdfbridge-producer", "--help"]

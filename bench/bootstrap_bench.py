@@ -43,8 +43,8 @@ from producer_bench import build_table
 from stages import backfill
 
 from consumer.table import create_table_sql
-from schemas.settings import ConnectionSettings
 from schemas.target import Target
+from services.settings import ConnectionSettings
 from verify.check import verify
 from verify.settings import VerifySettings
 

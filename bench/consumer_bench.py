@@ -37,7 +37,7 @@ from consumer import kafka_engine, kafka_engine_plan
 from consumer.settings import ConsumerSection, ConsumerSettings
 from schemas.avro import key_schema, value_schema
 from schemas.naming import key_subject, value_subject
-from schemas.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings
+from services.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings
 
 TABLE = {
     "type": "struct",

@@ -37,7 +37,7 @@ from producer.run import APP_NAME
 from producer.settings import ProducerSettings
 from producer.source import DeltaSource
 from schemas.avro import key_schema, value_schema
-from schemas.spark_session import session_for
+from services.spark_session import session_for
 
 
 def timed(call: Callable[[], object]) -> float:

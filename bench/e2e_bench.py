@@ -35,7 +35,7 @@ from output import RESULTS, bars, save, table
 from producer_bench import build_table
 from stages import PeakRss, backfill, start
 
-from schemas.settings import ConnectionSettings
+from services.settings import ConnectionSettings
 from verify.check import verify
 from verify.settings import VerifySettings
 

@@ -33,7 +33,7 @@ from output import RESULTS, save, table
 from stages import start
 
 from producer.generate import OPERATIONS, Generator
-from schemas.settings import ConnectionSettings
+from services.settings import ConnectionSettings
 
 
 def expected_rows(path: str, first: int, last: int) -> dict[int, int]:

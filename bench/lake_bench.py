@@ -55,7 +55,7 @@ from producer_bench import build_table
 from stages import PeakRss, start, tree_cpu_s
 
 from producer.generate import Generator
-from schemas.settings import ConnectionSettings
+from services.settings import ConnectionSettings
 
 IDLE_COMMITS = 3  # commits each table takes with --idle, before measuring
 # ... and how long after the last is published: each table's first poll that finds nothing

@@ -44,7 +44,7 @@ from producer.slices import Slice
 from producer.source import DeltaSource
 from producer.topics import ensure_topics
 from producer.transactions import BATCH_ROWS
-from schemas.spark_session import session_for
+from services.spark_session import session_for
 
 INSERT_BATCH = 250_000
 

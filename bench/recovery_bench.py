@@ -30,7 +30,7 @@ from output import RESULTS, bars, save, table
 from producer_bench import build_table
 from stages import backfill
 
-from schemas.settings import ConnectionSettings
+from services.settings import ConnectionSettings
 
 
 def producer(path: Path, topic: str, last: int, log: Path) -> subprocess.Popen[bytes]:

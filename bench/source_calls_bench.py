@@ -23,7 +23,7 @@ from producer.generate import Generator
 from producer.run import APP_NAME
 from producer.settings import ProducerSettings
 from producer.source import DeltaSource
-from schemas.spark_session import session_for
+from services.spark_session import session_for
 
 
 def timed(call: Callable[[], object], repeats: int) -> list[int]:

@@ -19,7 +19,7 @@ from output import bars, save, table
 from producer_bench import backlog_parser, build_table, publish
 from pyarrow import fs
 
-from schemas.storage import StorageOnly, StorageSettings
+from services.storage import StorageOnly, StorageSettings
 from stack.s3 import S3
 from stack.settings import StackSettings
 

@@ -28,8 +28,8 @@ from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
 from producer.run import run
 from producer.settings import ProducerSettings
-from schemas.settings import ConnectionSettings
-from schemas.spark_session import build_spark_session
+from services.settings import ConnectionSettings
+from services.spark_session import build_spark_session
 from stack.fetch import lib_dir
 from stack.settings import StackSettings
 

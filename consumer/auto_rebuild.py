@@ -24,12 +24,12 @@ from consumer.lake import LakeUnreadableError
 from consumer.loop import Pipeline
 from consumer.rebuild import rebuild
 from consumer.settings import ConsumerSettings
-from schemas.clickhouse_client import connect
-from schemas.clickhouse_errors import sorted_errors
 from schemas.errors import TransientError
-from schemas.progress import Progress
-from schemas.retry import Stopped, retrying
 from schemas.target import SchemaMismatchError, Target
+from services.clickhouse_client import connect
+from services.clickhouse_errors import sorted_errors
+from services.progress_topic import Progress
+from services.retry import Stopped, retrying
 
 log = logging.getLogger(__name__)
 CHECK_S = 10.0

@@ -1,7 +1,7 @@
 """Back-pressure: after a transient failure (ClickHouse, the registry or a commit), pause
 every assigned partition, read again from where the failed work started, back off, resume.
 
-The delays follow the project's one retry schedule (schemas.retry.backoff_s): 0.5 s, 1 s,
+The delays follow the project's one retry schedule (services.retry.backoff_s): 0.5 s, 1 s,
 2 s ... up to `max_backoff_s`, growing while failures follow each other and starting again
 once a batch is written. While paused the loop keeps polling, so rebalances are served and
 the member stays in its group.
@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from consumer.metrics import Metrics
 from schemas.errors import TransientError
-from schemas.retry import backoff_s
+from services.retry import backoff_s
 
 log = logging.getLogger(__name__)
 

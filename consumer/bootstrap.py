@@ -34,10 +34,12 @@ from consumer.lake import LakeTable, LakeUnreadableError
 from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, SNAPSHOT
 from schemas.clickhouse import literal, quote
 from schemas.errors import TerminalError
-from schemas.kafka_errors import error_of
-from schemas.progress import Generation, Progress
-from schemas.service_errors import client_failure
-from schemas.target import Target, existing_columns
+from schemas.progress import Generation
+from schemas.target import Target
+from services.clickhouse_client import existing_columns
+from services.kafka_errors import error_of
+from services.progress_topic import Progress
+from services.service_errors import client_failure
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 30

@@ -9,8 +9,8 @@ from pathlib import Path
 from consumer import logs
 from consumer.commands import COMMANDS
 from consumer.settings import ConsumerSettings, load
-from schemas.cli import run_command
-from schemas.settings import env_vars
+from services.cli import run_command
+from services.settings import env_vars
 
 EXIT_CODES = """\
 exit codes:

@@ -23,7 +23,7 @@ from confluent_kafka import TopicPartition
 from consumer.batch import INTENT, PartitionBatch, TopicPartitionKey, Written
 from consumer.positions import Commit, Positions
 from schemas.errors import TransientError
-from schemas.retry import backoff_s
+from services.retry import backoff_s
 
 log = logging.getLogger(__name__)
 # Closed batches that may wait for ClickHouse while Kafka is read on; past this the loop
@@ -145,7 +145,7 @@ class CommitQueue:
 
     def drain(self, deadline: float, max_backoff_s: float) -> bool:
         """Write every batch and commit, waiting, until `deadline`; a transient error is
-        retried after schemas.retry's back-off, a failed batch as it is (same offsets, same
+        retried after services.retry's back-off, a failed batch as it is (same offsets, same
         token). False when the deadline came first."""
         failures = 0
         while (left := deadline - time.monotonic()) > 0:

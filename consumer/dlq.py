@@ -11,8 +11,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from consumer.errors import PoisonMessageError
 from schemas.errors import ServiceUnavailableError
-from schemas.kafka_errors import build
 from schemas.naming import dlq_topic
+from services.kafka_errors import build
 
 log = logging.getLogger(__name__)
 

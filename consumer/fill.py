@@ -20,9 +20,9 @@ from consumer.kafka import DEAD_LETTER_HEADROOM
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from consumer.writer import BatchWriter
-from schemas.clickhouse_client import connect
-from schemas.progress import Progress
 from schemas.target import Target
+from services.clickhouse_client import connect
+from services.progress_topic import Progress
 
 log = logging.getLogger(__name__)
 # topic: replay the topic; lake: bootstrap from the lake; auto: the topic while it holds

@@ -21,10 +21,10 @@ from consumer.fill import create
 from consumer.generation import mark
 from consumer.rebuild import rebuild
 from consumer.settings import ConsumerSettings
-from schemas.clickhouse_client import connect
-from schemas.clickhouse_errors import sorted_errors
-from schemas.progress import Progress
-from schemas.target import Target, existing_columns
+from schemas.target import Target
+from services.clickhouse_client import connect, existing_columns
+from services.clickhouse_errors import sorted_errors
+from services.progress_topic import Progress
 
 log = logging.getLogger(__name__)
 

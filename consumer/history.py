@@ -19,9 +19,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from consumer.offsets import PartitionOffsets, positions
 from schemas.errors import TerminalError
-from schemas.kafka_errors import error_of
 from schemas.progress import Generation
-from schemas.service_errors import client_failure
+from services.kafka_errors import error_of
+from services.service_errors import client_failure
 
 TIMEOUT_S = 30
 BOOTSTRAP_HINT = (

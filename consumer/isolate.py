@@ -16,7 +16,11 @@ import fastavro
 from confluent_kafka import Message
 
 from consumer.registry import HEADER, Schemas, schema_id
-from schemas.clickhouse_errors import REGISTRY_FETCH_CODES, BadDataError, ClickHouseUnavailableError
+from services.clickhouse_errors import (
+    REGISTRY_FETCH_CODES,
+    BadDataError,
+    ClickHouseUnavailableError,
+)
 
 Poison = tuple[Message, str]  # (message, why)
 Insert = Callable[[Sequence[Message], str], None]  # (messages, dedup token)

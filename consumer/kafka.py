@@ -11,9 +11,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer.errors import CommitRefusedError, OffsetsRefusedError, TopicRefusedError
 from schemas.errors import CdfBridgeError, ServiceUnavailableError
-from schemas.kafka_errors import describe, error_of, passing
-from schemas.retry import retrying
-from schemas.settings import MAX_MESSAGE_BYTES
+from services.kafka_errors import describe, error_of, passing
+from services.retry import retrying
+from services.settings import MAX_MESSAGE_BYTES
 
 # A dead letter is its message plus headers naming the error and where it came from.
 DEAD_LETTER_HEADROOM = 64 * 1024
@@ -99,7 +99,7 @@ def commit_failure(results: Iterable[CommitResult]) -> CdfBridgeError | None:
 
 
 def commit_error(topic: str, where: str, error: KafkaError) -> CdfBridgeError:
-    """Transient when a later attempt can succeed (schemas/kafka_errors.py), else terminal."""
+    """Transient when a later attempt can succeed (services/kafka_errors.py), else terminal."""
     if passing(error):
         return ServiceUnavailableError(f"committing {where} of {topic} failed: {describe(error)}")
     return CommitRefusedError(topic, where, describe(error))

@@ -23,8 +23,8 @@ from pydantic import SecretStr
 
 from consumer.table import Columns, create_table_sql, current_view_sql
 from schemas.clickhouse import InputColumn, literal, quote
-from schemas.settings import KafkaSettings, masked_url
 from schemas.target import Target
+from services.settings import KafkaSettings, masked_url
 
 HIDDEN = "******"
 # The Kafka table's comment: the value schema its columns were made from and the group it

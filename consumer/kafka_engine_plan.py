@@ -17,10 +17,10 @@ from consumer.settings import ConsumerSettings
 from consumer.table import Columns
 from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
-from schemas.clickhouse_client import connect
-from schemas.clickhouse_errors import sorted_errors
-from schemas.progress import Progress
 from schemas.target import Target
+from services.clickhouse_client import connect
+from services.clickhouse_errors import sorted_errors
+from services.progress_topic import Progress
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from consumer.auto_rebuild import behind, rebuilt
 from consumer.kafka_engine import errors_pump, pump, queue
 from consumer.kafka_engine_evolve import built_from
 from consumer.settings import ConsumerSettings
-from schemas.progress import Progress
 from schemas.target import Target
+from services.progress_topic import Progress
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from schemas.errors import TerminalError
-from schemas.storage import StorageSettings
+from services.storage import StorageSettings
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 

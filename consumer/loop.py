@@ -31,7 +31,7 @@ from consumer.rebalance import Rebalance
 from consumer.settings import ConsumerSettings
 from consumer.startup import start
 from consumer.uncommitted import Uncommitted
-from schemas.kafka_errors import describe
+from services.kafka_errors import describe
 
 log = logging.getLogger(__name__)
 FETCH = 10_000  # messages per consume() call

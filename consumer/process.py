@@ -31,9 +31,9 @@ from consumer.loop import Pipeline
 from consumer.metrics import Collectors, Metrics
 from consumer.settings import ConsumerSettings
 from consumer.topics import resolve
-from schemas.cli import exit_code
 from schemas.errors import CdfBridgeError
-from schemas.kafka_errors import error_of, passing
+from services.cli import exit_code
+from services.kafka_errors import error_of, passing
 
 log = logging.getLogger(__name__)
 # The worst exit code first: settings or credentials, then data or tables that need a fix,
@@ -50,7 +50,7 @@ class Failure:
 
     @property
     def code(self) -> int:
-        """The exit code schemas/cli.py gives the error."""
+        """The exit code services/cli.py gives the error."""
         if isinstance(self.error, CdfBridgeError):
             return exit_code(self.error)
         if isinstance(self.error, KafkaException):

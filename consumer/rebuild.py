@@ -36,10 +36,10 @@ from consumer.fill import Source
 from consumer.generation import mark
 from consumer.loop import Pipeline
 from consumer.settings import ConsumerSettings
-from schemas.clickhouse_client import connect
-from schemas.clickhouse_errors import sorted_errors
 from schemas.errors import ConfigError
-from schemas.target import Target, existing_columns
+from schemas.target import Target
+from services.clickhouse_client import connect, existing_columns
+from services.clickhouse_errors import sorted_errors
 
 log = logging.getLogger(__name__)
 SHADOW_SUFFIX = "__rebuild"

@@ -18,14 +18,14 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from consumer.errors import NotPublishedYetError, RegistryUnavailableError
 from schemas.avro_names import delta_name
 from schemas.naming import key_subject, value_subject
-from schemas.registry_errors import (
+from services.registry_errors import (
     failure_cause,
     misconfigured,
     not_found,
     refused,
     unavailable,
 )
-from schemas.tls_errors import TlsError, tls_failure
+from services.tls_errors import TlsError, tls_failure
 
 MAGIC = 0
 HEADER = 5  # magic byte + 4-byte big-endian schema id

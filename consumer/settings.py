@@ -1,5 +1,5 @@
 """The consumer's settings: the shared connection sections, a `consumer` section, and the
-`[[tables]]` of a config file both stages read (schemas/tables.py).
+`[[tables]]` of a config file both stages read (services/tables.py).
 
 Read from CDFBRIDGE_* env vars (CDFBRIDGE_CONSUMER__TOPIC, ...) and, optionally, a TOML file
 given with --config ([consumer], [kafka], [clickhouse] ... and [[tables]]; the other
@@ -24,9 +24,9 @@ from pydantic_settings import NoDecode
 
 from schemas.errors import ConfigError
 from schemas.naming import default_table
-from schemas.settings import ConnectionSettings, Section
-from schemas.storage import StorageSettings
-from schemas.tables import TableEntry, comma_list, own_sections, unique_topics
+from services.settings import ConnectionSettings, Section
+from services.storage import StorageSettings
+from services.tables import TableEntry, comma_list, own_sections, unique_topics
 
 # Keys of [consumer] that describe one table, and the [[tables]] key to use instead.
 ONE_TABLE_KEYS = {

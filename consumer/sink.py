@@ -2,7 +2,7 @@
 `FORMAT AvroConfluent`, decoded by ClickHouse through the schema registry.
 
 ClickHouse errors are sorted where they enter our code, on their class and server error
-code (schemas/clickhouse_errors.py): unreachable or overloaded → ClickHouseUnavailableError
+code (services/clickhouse_errors.py): unreachable or overloaded → ClickHouseUnavailableError
 (retry), bad data → BadDataError (isolate), refused credentials → ConfigError, else
 InsertError.
 """
@@ -15,8 +15,8 @@ from clickhouse_connect.driver.client import Client
 from pydantic import SecretStr
 
 from schemas.clickhouse import InputColumn, literal, quote
-from schemas.clickhouse_errors import sorted_errors
 from schemas.target import Target
+from services.clickhouse_errors import sorted_errors
 
 
 class Sink:

@@ -5,7 +5,7 @@ registry and ClickHouse clients, creates or checks the table and the dead-letter
 start-up costs the longer of the two, not their sum. If those services make it wait (not
 reachable yet, or the producer has not registered the topic's schemas yet), it leaves the
 group meanwhile, so that no partition sits with a member that cannot write it, waits with
-schemas.retry's back-off, and joins again once they answer. It leaves only once its join
+services.retry's back-off, and joins again once they answer. It leaves only once its join
 has finished (`leave`), since a member closed in the middle of one stays in the group.
 """
 
@@ -26,10 +26,10 @@ from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from consumer.writer import BatchWriter
 from schemas.errors import TransientError
-from schemas.kafka_errors import build
 from schemas.naming import dlq_topic
-from schemas.retry import Stopped, retrying
 from schemas.target import Target
+from services.kafka_errors import build
+from services.retry import Stopped, retrying
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 30
@@ -98,7 +98,7 @@ def leave(consumer: Consumer, rebalance: Rebalance, stop: Event) -> None:
 def _wait_for_writer(
     settings: ConsumerSettings, dead_letters: DeadLetters, cause: TransientError, stop: Event
 ) -> BatchWriter | None:
-    """The writer, once the services answer (schemas.retry's back-off); None if stopped."""
+    """The writer, once the services answer (services.retry's back-off); None if stopped."""
     log.warning("waiting for services", extra={"error": str(cause)[:300]})
     wait = retrying("services", max_backoff_s=settings.consumer.max_backoff_seconds, stop=stop)
     try:

@@ -16,10 +16,11 @@ from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
-from schemas.clickhouse_client import connect
-from schemas.clickhouse_errors import sorted_errors
-from schemas.progress import Generation, Progress
-from schemas.target import Target, existing_columns
+from schemas.progress import Generation
+from schemas.target import Target
+from services.clickhouse_client import connect, existing_columns
+from services.clickhouse_errors import sorted_errors
+from services.progress_topic import Progress
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from clickhouse_connect.driver.client import Client
 from consumer.column_types import extends
 from schemas.changes import IS_DELETED, IS_DELETED_SQL, UPDATE_PREIMAGE, VERSION, VERSION_SQL
 from schemas.clickhouse import quote
-from schemas.target import REBUILD_HINT, SchemaMismatchError, Target, existing_columns
+from schemas.target import REBUILD_HINT, SchemaMismatchError, Target
+from services.clickhouse_client import existing_columns
 
 Columns = Sequence[tuple[str, str]]
 

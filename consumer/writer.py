@@ -24,9 +24,9 @@ from consumer.settings import ConsumerSettings
 from consumer.sink import Sink
 from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
-from schemas.clickhouse_client import connect
-from schemas.clickhouse_errors import BadDataError, sorted_errors
 from schemas.target import Target
+from services.clickhouse_client import connect
+from services.clickhouse_errors import BadDataError, sorted_errors
 
 log = logging.getLogger(__name__)
 _HEADER = itemgetter(slice(0, HEADER))  # magic byte and schema id of a value

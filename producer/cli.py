@@ -11,9 +11,9 @@ from typing import Any
 
 from producer.errors import FencedError
 from producer.settings import ProducerSettings
-from schemas.cli import run_command
-from schemas.settings import env_vars
-from schemas.tables import own_sections
+from services.cli import run_command
+from services.settings import env_vars
+from services.tables import own_sections
 
 EXIT_CODES = """\
 exit codes:

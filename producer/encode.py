@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from schemas import changes
 from schemas.avro_names import delta_name, renamed
-from schemas.spark_session import column
+from services.spark_session import column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

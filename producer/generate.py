@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pydantic import ValidationError
 
-from schemas.settings import describe
-from schemas.storage import StorageOnly
+from services.settings import describe
+from services.storage import StorageOnly
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable

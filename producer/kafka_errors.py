@@ -7,8 +7,8 @@ from confluent_kafka import KafkaError
 
 from producer.errors import FencedError, KafkaFatalError
 from schemas.errors import CdfBridgeError
-from schemas.kafka_errors import describe, error_of
-from schemas.service_errors import client_failure
+from services.kafka_errors import describe, error_of
+from services.service_errors import client_failure
 
 __all__ = ["FENCED", "error_of", "fatal", "kafka_failure"]
 
@@ -28,7 +28,7 @@ def kafka_failure(
     error: KafkaError, where: str, doing: str, transactional_id: str
 ) -> CdfBridgeError:
     """error as ours: FencedError (exit 4), KafkaFatalError (1), else as any client's error
-    (schemas/service_errors.py): KafkaUnavailableError when a later attempt can succeed (3),
+    (services/service_errors.py): KafkaUnavailableError when a later attempt can succeed (3),
     KafkaRefusedError (1)."""
     if error.code() in FENCED:
         return FencedError(transactional_id)

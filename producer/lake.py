@@ -38,7 +38,7 @@ from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
 from producer.table import follow_table
 from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
-from schemas.retry import Stopped, backoff_s, retrying
+from services.retry import Stopped, backoff_s, retrying
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,11 +17,12 @@ from producer.encode import IS_DELETE, KEY, ORDER, VALUE
 from producer.errors import MessageTooLargeError, client_limit, topic_limit
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from schemas.errors import CdfBridgeError
-from schemas.kafka_errors import build, passing
-from schemas.progress import Part, Position, Progress
-from schemas.retry import retrying
-from schemas.service_errors import UnreachableError
-from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
+from schemas.progress import Part, Position
+from services.kafka_errors import build, passing
+from services.progress_topic import Progress
+from services.retry import retrying
+from services.service_errors import UnreachableError
+from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
 TRANSACTION_TIMEOUT_MS = 600_000
 START_ATTEMPTS = 5  # tries to initialise transactions while Kafka does not answer

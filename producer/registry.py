@@ -1,7 +1,7 @@
 """Registering the key and value schemas of a topic, and following additive evolution.
 
 The registry client retries a request that got no answer or a 408/429/5xx itself
-(`max.retries`, schemas/settings.py); what still fails after its tries is named here.
+(`max.retries`, services/settings.py); what still fails after its tries is named here.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 from producer.encode import WireSchema
 from producer.errors import SchemaChangeError
 from schemas.naming import key_subject, value_subject
-from schemas.registry_errors import failure_cause, misconfigured, refused, unavailable
-from schemas.service_errors import UnreachableError
-from schemas.settings import REGISTRY_ATTEMPTS, SchemaRegistrySettings
-from schemas.tls_errors import TlsError, tls_failure
+from services.registry_errors import failure_cause, misconfigured, refused, unavailable
+from services.service_errors import UnreachableError
+from services.settings import REGISTRY_ATTEMPTS, SchemaRegistrySettings
+from services.tls_errors import TlsError, tls_failure
 
 COMPATIBILITY = "BACKWARD"
 T = TypeVar("T")

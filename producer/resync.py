@@ -24,10 +24,10 @@ import threading
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from producer import metrics
-from schemas.kafka_errors import build
 from schemas.naming import progress_topic
 from schemas.progress import RESYNC_SUFFIX
-from schemas.settings import KafkaConfig
+from services.kafka_errors import build
+from services.settings import KafkaConfig
 
 POLL_S = 0.5
 

@@ -11,10 +11,11 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from producer import metrics
 from schemas.errors import ConfigError, ServiceUnavailableError
-from schemas.kafka_errors import build, error_of
-from schemas.progress import Position, Progress
-from schemas.service_errors import client_failure
-from schemas.settings import KafkaConfig
+from schemas.progress import Position
+from services.kafka_errors import build, error_of
+from services.progress_topic import Progress
+from services.service_errors import client_failure
+from services.settings import KafkaConfig
 
 if TYPE_CHECKING:
     from producer.settings import ProducerSettings

@@ -19,7 +19,7 @@ from producer.resync import Resyncs
 from producer.settings import ProducerSettings
 from producer.startup import Waterfall, discard, kafka_side_in_thread, since_start_s
 from producer.table import follow_table
-from schemas.spark_session import session_for
+from services.spark_session import session_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,6 +1,6 @@
 """The producer's one typed settings model: env vars (CDFBRIDGE_*), a file, or CLI flags.
 
-[spark] (SparkSection) is shared with cdfbridge-verify's Spark reader: schemas/spark_session.py.
+[spark] (SparkSection) is shared with cdfbridge-verify's Spark reader: services/spark_session.py.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from schemas.naming import REPLAYABLE, default_topic
-from schemas.settings import ENV_PREFIX, ConnectionSettings, Section
-from schemas.spark_session import SparkSection
-from schemas.storage import StorageSettings
-from schemas.tables import TableEntry, check_columns, comma_list, unique_topics
+from services.settings import ENV_PREFIX, ConnectionSettings, Section
+from services.spark_session import SparkSection
+from services.storage import StorageSettings
+from services.tables import TableEntry, check_columns, comma_list, unique_topics
 
 
 class SourceSection(Section):
@@ -73,7 +73,7 @@ class ProducerSettings(ConnectionSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     source: SourceSection = Field(default_factory=SourceSection)
     # Several tables through one Spark session: [[tables]] in the --config file, each laid
-    # over [source] (schemas/tables.py).
+    # over [source] (services/tables.py).
     tables: list[TableEntry] = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from producer.encode import IS_DELETE, KEY, KEY_IS_NULL, ORDER, PREIMAGE, Encoding
 from producer.errors import NullKeyError
 from producer.plan import Chunk
-from schemas.spark_session import column
+from services.spark_session import column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -11,7 +11,7 @@ from producer.cdf import DirectChangeFeed
 from producer.commit_log import CommitLog
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.plan import estimate_rows
-from schemas.storage_errors import storage_error
+from services.storage_errors import storage_error
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

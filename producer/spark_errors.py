@@ -1,7 +1,7 @@
 """Spark's and Delta's errors while following a table, as errors that say what to do:
 versions no longer available, a schema change Delta will not read across, a Spark driver
-that died. Told apart by error conditions and Java classes (schemas/spark_errors.py), never
-by message text; the object store's failures are named by run() (schemas/storage_errors.py).
+that died. Told apart by error conditions and Java classes (services/spark_errors.py), never
+by message text; the object store's failures are named by run() (services/storage_errors.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from producer.errors import SchemaChangeError, SparkDriverLostError, VersionUnavailableError
 from schemas.errors import CdfBridgeError
-from schemas.spark_errors import OUT_OF_MEMORY, Causes, causes, context_stopped, first_line
+from services.spark_errors import OUT_OF_MEMORY, Causes, causes, context_stopped, first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -41,7 +41,7 @@ from producer.startup import KafkaSide, Waterfall, discard, kafka_side_in_thread
 from producer.transactions import Tally, publish_chunk
 from schemas.errors import CdfBridgeError
 from schemas.progress import Identity
-from schemas.storage_errors import storage_error
+from services.storage_errors import storage_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -11,11 +11,11 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schemas.errors import TableConfigError
-from schemas.kafka_errors import error_of
 from schemas.naming import REPLAYABLE, progress_topic
-from schemas.retry import retrying
-from schemas.service_errors import KafkaUnavailableError, client_failure
-from schemas.settings import MAX_MESSAGE_BYTES, KafkaConfig
+from services.kafka_errors import error_of
+from services.retry import retrying
+from services.service_errors import KafkaUnavailableError, client_failure
+from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
 TOPIC_NAMES = (
     "letters, digits, '.', '_' and '-', at most 249 characters; set --topic "

@@ -15,7 +15,7 @@ class TransientError(CdfBridgeError):
     """May succeed if retried later: a service is down or still starting."""
 
     # Set by errors that mean waiting for another stage (not a failure): retried at least
-    # this often, whatever the back-off has grown to (schemas/retry.py).
+    # this often, whatever the back-off has grown to (services/retry.py).
     poll_s: ClassVar[float | None] = None
 
 

@@ -1,9 +1,10 @@
-"""The last Delta version fully published, and the topic's generation, kept in Kafka itself.
+"""The progress record: the last Delta version fully published, and the topic's generation.
 
-A compacted topic `<topic>.progress` holds one record per data topic; the producer writes it
-inside the transaction of the chunk it describes, so it is visible exactly when the chunk is.
-The producer reads it to resume, cdfbridge-verify to know which version to compare, and a
-rebuild to know where the topic's current generation starts.
+A compacted topic `<topic>.progress` holds one record per data topic, keyed by the topic's
+name; the producer writes it inside the transaction of the chunk it describes, so it is
+visible exactly when the chunk is. The producer reads it to resume, cdfbridge-verify to know
+which version to compare, and a rebuild to know where the topic's current generation starts.
+This module is the record's format; services/progress_topic.py reads and writes the topic.
 
 A generation is one unbroken history of the table in the topic: a snapshot, then its Change
 Data Feed. `cdfbridge-producer resync` asks for a new one with a record of its own key
@@ -15,20 +16,10 @@ rebuild from there and leave every older row behind.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
-
-from schemas.kafka_errors import error_of
-from schemas.naming import progress_topic
-from schemas.service_errors import UnreachableError, client_failure
-from schemas.settings import KafkaConfig
-
-READ_TIMEOUT_S = 60.0  # to read the progress topic to its end
 RESYNC_SUFFIX = b"#resync"  # a character no topic name has
 
 
@@ -115,103 +106,48 @@ class Position:
         return max(self.requested, self.generation.number) + 1
 
 
-class Progress:
-    def __init__(self, kafka_config: KafkaConfig, topic: str) -> None:
-        self.kafka_config = kafka_config
-        self.data_topic, self.topic = topic, progress_topic(topic)
-        self.key = topic.encode()
-        self.resync_key = self.key + RESYNC_SUFFIX
-        # What record() writes besides the version: the producer's generation, table and
-        # hashed columns.
-        self.generation = Generation()
-        self.identity: Identity | None = None
-        self.hashed: tuple[str, ...] = ()
+def record_key(topic: str) -> bytes:
+    """The key of the data topic's progress record."""
+    return topic.encode()
 
-    def record(self, version: int | None, part: Part | None = None) -> tuple[bytes, bytes]:
-        """The progress record saying version is fully published (None: none yet), and part
-        of the next one if `part`, as (value, key): the producer queues it in the
-        transaction that publishes them."""
-        named = self.identity.fields() if self.identity is not None else {}
-        value = {"version": version, **self.generation.fields(), **named}
-        value["hashed"] = sorted(self.hashed)
-        return json.dumps(value | (part.fields() if part else {})).encode(), self.key
 
-    def request_resync(self, producer: Any, generation: int) -> None:
-        """Queue a resync request (no transaction needed: it is one record of its own)."""
-        producer.produce(
-            self.topic, json.dumps({"generation": generation}).encode(), self.resync_key
-        )
+def resync_key(topic: str) -> bytes:
+    """The key of the data topic's resync requests."""
+    return record_key(topic) + RESYNC_SUFFIX
 
-    def last_version(self) -> int | None:
-        return self.read().version
 
-    def read(self) -> Position:
-        """Read the topic to its end with read_committed; the last record of a key wins."""
-        with self._reader(f"reading {self.topic}") as consumer:
-            return self._read(consumer)
+def encode(
+    version: int | None,
+    generation: Generation,
+    identity: Identity | None,
+    hashed: Iterable[str],
+    part: Part | None = None,
+) -> bytes:
+    """The progress record saying version is fully published (None: none yet), and part of
+    the next one if `part`."""
+    named = identity.fields() if identity is not None else {}
+    value = {"version": version, **generation.fields(), **named, "hashed": sorted(hashed)}
+    return json.dumps(value | (part.fields() if part else {})).encode()
 
-    def generation_here(self, number: int) -> Generation:
-        """Generation `number`, starting at the data topic's end offsets now. Called by the
-        only producer of the topic once it has fenced the older ones (whose open
-        transactions are then aborted): every offset from here on is the new generation's."""
-        with self._reader(f"reading the end offsets of {self.data_topic}") as consumer:
-            topics = consumer.list_topics(self.data_topic, timeout=10).topics
-            partitions = sorted(topics[self.data_topic].partitions)
-            ends = {
-                p: consumer.get_watermark_offsets(TopicPartition(self.data_topic, p), timeout=10)[1]
-                for p in partitions
-            }
-        return Generation(number, ends)
 
-    @contextmanager
-    def _reader(self, doing: str) -> Iterator[Any]:
-        consumer = Consumer(
-            {
-                **self.kafka_config,
-                "group.id": "cdfbridge-progress-reader",  # assign() only: never joins or commits
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                # The end is signalled, not compared with the high watermark: the last
-                # offsets of a transactional topic are commit markers no poll returns.
-                "enable.partition.eof": True,
-                # At the end, the broker answers at once instead of waiting 500 ms for more.
-                "fetch.wait.max.ms": 10,
-            }
-        )
-        where = str(self.kafka_config.get("bootstrap.servers", "?"))
-        try:
-            yield consumer
-        except KafkaException as exc:
-            raise client_failure(error_of(exc), where, doing) from exc
-        finally:
-            consumer.close()
+def decode(value: bytes | None) -> Position:
+    """What a progress record says (`requested` stays 0: resync requests have their own key)."""
+    record = json.loads(value or b"{}")
+    version = record["version"]
+    return Position(
+        None if version is None else int(version),
+        Generation.of(record),
+        identity=Identity.of(record),
+        part=Part.of(record),
+        hashed=tuple(record["hashed"]) if "hashed" in record else None,
+    )
 
-    def _read(self, consumer: Any) -> Position:
-        if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
-            return Position()  # never published anything
-        consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
-        last, requested = Position(), 0
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    return replace(last, requested=requested)
-                raise KafkaException(error)
-            record = json.loads(message.value() or b"{}")
-            if message.key() == self.key:
-                version = record["version"]
-                last = Position(
-                    None if version is None else int(version),
-                    Generation.of(record),
-                    identity=Identity.of(record),
-                    part=Part.of(record),
-                    hashed=tuple(record["hashed"]) if "hashed" in record else None,
-                )
-            elif message.key() == self.resync_key:
-                requested = int(record["generation"])
-        took = f"reading progress took over {READ_TIMEOUT_S:.0f} s"
-        raise UnreachableError("Kafka", self.topic, 1, took)
+
+def encode_resync(generation: int) -> bytes:
+    """A request for generation `generation`."""
+    return json.dumps({"generation": generation}).encode()
+
+
+def decode_resync(value: bytes | None) -> int:
+    """The generation a resync request asks for."""
+    return int(json.loads(value or b"{}")["generation"])

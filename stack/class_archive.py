@@ -1,4 +1,4 @@
-"""Builds the Spark driver's class-data archive (schemas/class_archive.py says how a session
+"""Builds the Spark driver's class-data archive (services/class_archive.py says how a session
 uses it): `cdfbridge-stack fetch cds`, after the Spark jars.
 
     python -m stack.class_archive dump JARS_DIR ARCHIVE   # step 1: the producer's calls
@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schemas.class_archive import JAVA_OPTIONS, archive_of, record, record_of, usable
+from services.class_archive import JAVA_OPTIONS, archive_of, record, record_of, usable
 from stack.errors import StackSetupError
 from stack.tools import run_logged
 
@@ -50,7 +50,7 @@ def _dump(jars_dir: Path, archive: Path) -> None:
     from producer.slices import encoded_slices
     from producer.source import DeltaSource
     from schemas.avro import key_schema, value_schema
-    from schemas.spark_session import build_spark_session
+    from services.spark_session import build_spark_session
 
     conf = {JAVA_OPTIONS: f"-XX:ArchiveClassesAtExit={archive}"}
     spark = build_spark_session(APP, conf=conf, delta_jars=jars_dir)
@@ -84,7 +84,7 @@ def _exit_jvm(spark: SparkSession) -> None:
 
 def _check(jars_dir: Path, archive: Path) -> None:
     """Step 2: a session whose JVM must map the archive (-Xshare:on fails it otherwise)."""
-    from schemas.spark_session import build_spark_session
+    from services.spark_session import build_spark_session
 
     conf = {JAVA_OPTIONS: f"-XX:SharedArchiveFile={archive} -Xshare:on"}
     _exit_jvm(build_spark_session(APP, conf=conf, delta_jars=jars_dir))

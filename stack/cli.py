@@ -9,7 +9,7 @@ import sys
 from pydantic import ValidationError
 
 from schemas.errors import CdfBridgeError
-from schemas.settings import describe
+from services.settings import describe
 from stack import services
 from stack.credentials import CLICKHOUSE_USER, KAFKA_USER, REGISTRY_USER, Credentials
 from stack.fetch import TARGETS, fetch

@@ -104,7 +104,7 @@ def registry(endpoints: Endpoints) -> Any:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One SparkSession for the whole run; starting it takes seconds."""
-    from schemas.spark_session import build_spark_session
+    from services.spark_session import build_spark_session
     from stack.fetch import fetch, lib_dir
     from stack.settings import StackSettings
 

@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.settings import ConnectionSettings, SchemaRegistrySettings
-from schemas.storage import StorageOnly, StorageSettings
+from services.settings import ConnectionSettings, SchemaRegistrySettings
+from services.storage import StorageOnly, StorageSettings
 
 
 class TestServices(BaseSettings):

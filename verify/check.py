@@ -23,9 +23,9 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 
 from schemas.changes import METADATA_COLUMNS
 from schemas.clickhouse import quote
-from schemas.clickhouse_client import connect
-from schemas.progress import Progress
-from schemas.target import Target, existing_columns
+from schemas.target import Target
+from services.clickhouse_client import connect, existing_columns
+from services.progress_topic import Progress
 from verify import canonical, compare, hashed, snapshot
 from verify.errors import NothingToCompareError
 from verify.report import Report

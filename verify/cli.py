@@ -9,9 +9,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from schemas.cli import run_command
-from schemas.settings import env_vars
-from schemas.tables import own_sections
+from services.cli import run_command
+from services.settings import env_vars
+from services.tables import own_sections
 from verify.settings import VerifySettings
 
 EXIT_CODES = """\

@@ -10,10 +10,10 @@ from pydantic_settings import NoDecode
 
 from schemas.column_policy import ColumnPolicy
 from schemas.naming import default_table, default_topic
-from schemas.settings import ConnectionSettings, Section
-from schemas.spark_session import SparkSection
-from schemas.storage import StorageSettings
-from schemas.tables import TableEntry, check_columns, comma_list
+from services.settings import ConnectionSettings, Section
+from services.spark_session import SparkSection
+from services.storage import StorageSettings
+from services.tables import TableEntry, check_columns, comma_list
 from verify.routes import Choice
 
 
@@ -62,7 +62,7 @@ class VerifySettings(ConnectionSettings):
     verify: VerifySection = Field(default_factory=VerifySection)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     spark: SparkSection = Field(default_factory=SparkSection)  # the Spark reader's session
-    # The lake's tables, as the producer and the consumer read them (schemas/tables.py).
+    # The lake's tables, as the producer and the consumer read them (services/tables.py).
     tables: list[TableEntry] = Field(default_factory=list)
 
     @model_validator(mode="after")

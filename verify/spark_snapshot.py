@@ -1,5 +1,5 @@
 """The Delta snapshot read by Spark: for reader features delta-rs is not known to read, or
-when --reader spark asks for it. The session is the producer's (schemas/spark_session.py), so the
+when --reader spark asks for it. The session is the producer's (services/spark_session.py), so the
 same jars, [storage] settings and [spark] conf (CDFBRIDGE_SPARK__*) apply.
 
 Arrow batches are streamed from the driver as Spark's tasks finish them and inserted as
@@ -30,7 +30,7 @@ MISSING_CLASSES = {
 
 def open_with_spark(settings: VerifySettings, version: int) -> Snapshot:
     """The table at `version`, as Spark with Delta reads it."""
-    from schemas.spark_session import column, session_for
+    from services.spark_session import column, session_for
 
     uri = settings.verify.table
     spark = session_for(settings.spark, settings.storage, app_name="cdfbridge-verify")
@@ -72,8 +72,8 @@ def _translated(uri: str, version: int, endpoint: str | None) -> Iterator[None]:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from schemas.spark_errors import causes, first_line
-    from schemas.storage_errors import storage_error
+    from services.spark_errors import causes, first_line
+    from services.storage_errors import storage_error
 
     try:
         yield

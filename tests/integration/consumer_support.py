@@ -17,7 +17,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from consumer.settings import ConsumerSection, ConsumerSettings
 from schemas.avro import key_schema, value_schema
-from schemas.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings
+from services.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings
 from tests.endpoints import Endpoints
 
 ORDERS = {

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.settings import KafkaConfig, KafkaSettings
+from services.settings import KafkaConfig, KafkaSettings
 from stack import services
 from stack.credentials import Credentials
 from stack.settings import StackSettings

@@ -22,9 +22,9 @@ from consumer.process import Consumers
 from consumer.topics import resolve
 from producer.generate import Generator
 from schemas.errors import CdfBridgeError
-from schemas.progress import Progress
-from schemas.settings import KafkaConfig
 from schemas.target import Target
+from services.progress_topic import Progress
+from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env

@@ -11,15 +11,15 @@ from urllib.parse import urlsplit
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
-from schemas.clickhouse_client import connect
-from schemas.clickhouse_errors import (
+from schemas.errors import ConfigError
+from services.clickhouse_client import connect
+from services.clickhouse_errors import (
     BadDataError,
     ClickHouseUnavailableError,
     InsertError,
     classify,
 )
-from schemas.errors import ConfigError
-from schemas.settings import ClickHouseSettings
+from services.settings import ClickHouseSettings
 from tests.endpoints import Endpoints
 
 pytestmark = pytest.mark.integration

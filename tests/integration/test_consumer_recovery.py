@@ -21,7 +21,7 @@ from consumer.loop import Pipeline
 from consumer.metrics import RETRIES, ROWS
 from consumer.rebalance import Rebalance
 from consumer.startup import leave, subscribe
-from schemas.settings import ClickHouseSettings
+from services.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
 from tests.conftest import free_port

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from consumer.loop import Pipeline
 from producer.generate import Generator
-from schemas.progress import Progress
+from services.progress_topic import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings

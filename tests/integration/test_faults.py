@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 
 from producer.generate import Generator
 from schemas.changes import version
-from schemas.progress import Progress
+from services.progress_topic import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.fault_support import (

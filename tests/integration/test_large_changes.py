@@ -16,7 +16,7 @@ from consumer.loop import Pipeline
 from producer.errors import MessageTooLargeError
 from producer.run import run
 from producer.settings import ProducerSettings
-from schemas.progress import Progress
+from services.progress_topic import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from schemas.progress import Progress
-from schemas.settings import KafkaConfig
+from services.progress_topic import Progress
+from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.test_producer_recovery import producer_process, wait_for_messages

@@ -21,9 +21,9 @@ from producer.run import run
 from producer.settings import ProducerSettings
 from schemas.column_policy import ColumnPolicyError
 from schemas.errors import TableConfigError
-from schemas.progress import Progress
-from schemas.registry_errors import RegistryAccessError
-from schemas.service_errors import UnreachableError
+from services.progress_topic import Progress
+from services.registry_errors import RegistryAccessError
+from services.service_errors import UnreachableError
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings

@@ -165,8 +165,8 @@ def test_unreachable_registry_is_retried_by_its_client_then_named() -> None:
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
     from producer.registry import TopicSchemas
-    from schemas.service_errors import UnreachableError
-    from schemas.settings import SchemaRegistrySettings
+    from services.service_errors import UnreachableError
+    from services.settings import SchemaRegistrySettings
 
     url = "http://127.0.0.1:9/apis/ccompat/v7"  # the discard port: nothing listens
     config = SchemaRegistrySettings(url=url).client_config()

@@ -12,7 +12,7 @@ from producer.errors import MessageTooLargeError
 from producer.publish import Publisher
 from producer.topics import ensure_topics
 from schemas.errors import ConfigError
-from schemas.settings import KafkaConfig
+from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 

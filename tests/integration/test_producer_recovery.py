@@ -15,8 +15,8 @@ from confluent_kafka.admin import AdminClient
 
 from producer.errors import FencedError
 from producer.publish import Publisher
-from schemas.progress import Progress
-from schemas.settings import KafkaConfig
+from services.progress_topic import Progress
+from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.producer_helpers import create_table, publish, read_topic

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from consumer import kafka
 from consumer.rebalance import Rebalance, _caught
 from schemas.errors import ServiceUnavailableError
-from schemas.kafka_errors import error_of
+from services.kafka_errors import error_of
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 

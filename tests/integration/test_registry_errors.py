@@ -7,8 +7,8 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from consumer.errors import NotPublishedYetError
 from consumer.registry import Schemas
 from producer.registry import TopicSchemas
-from schemas.registry_errors import RegistryUrlError
-from schemas.settings import SchemaRegistrySettings
+from services.registry_errors import RegistryUrlError
+from services.settings import SchemaRegistrySettings
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 

@@ -15,8 +15,8 @@ from consumer.rebuild import rebuild
 from consumer.status import status
 from producer import resync_command as resync
 from producer.generate import Generator
-from schemas.progress import Progress
-from schemas.settings import KafkaConfig
+from services.progress_topic import Progress
+from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings

@@ -41,7 +41,7 @@ def published(secured: Secured, tmp_path_factory: pytest.TempPathFactory) -> tup
     """A small Delta table with every kind of change, published by a producer that follows
     it, its /metrics page kept for the search for secrets: (its path, the topic, its last
     version)."""
-    from schemas.progress import Progress
+    from services.progress_topic import Progress
 
     path = str(tmp_path_factory.mktemp("secured") / "people")
     generator = Generator(path, seed=11)

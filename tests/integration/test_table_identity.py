@@ -16,8 +16,8 @@ import pytest
 from producer import resync_command as resync
 from producer.errors import TableRecreatedError, TopicClaimedError
 from producer.run import run
-from schemas.progress import Progress
-from schemas.settings import KafkaConfig
+from services.progress_topic import Progress
+from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.producer_helpers import settings

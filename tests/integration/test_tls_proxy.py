@@ -15,8 +15,8 @@ import pytest
 
 from consumer.errors import NotPublishedYetError, RegistryUnavailableError
 from consumer.registry import Schemas
-from schemas.registry_errors import RegistryAccessError
-from schemas.settings import SchemaRegistrySettings
+from services.registry_errors import RegistryAccessError
+from services.settings import SchemaRegistrySettings
 from stack import services
 from stack.credentials import REGISTRY_USER, Credentials
 from stack.settings import StackSettings

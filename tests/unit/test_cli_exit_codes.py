@@ -1,4 +1,4 @@
-"""Every command maps errors to exit codes through one function (schemas/cli.py): 2 for
+"""Every command maps errors to exit codes through one function (services/cli.py): 2 for
 settings, 3 when a service did not answer, 1 for anything else that needs a fix; a fatal
 Kafka error is never taken for a service that did not answer."""
 
@@ -12,9 +12,9 @@ from consumer import cli as consumer_cli
 from consumer import commands as consumer_commands
 from consumer.errors import CommitRefusedError, KafkaFatalError, RegistryUnavailableError
 from producer.errors import FencedError
-from schemas.cli import run_command
 from schemas.errors import ConfigError, TerminalError
-from schemas.registry_errors import RegistryUrlError
+from services.cli import run_command
+from services.registry_errors import RegistryUrlError
 
 E = KafkaError
 

@@ -8,7 +8,7 @@ import yaml
 
 from consumer.settings import ConsumerSettings
 from producer.settings import ProducerSettings
-from schemas.settings import env_vars
+from services.settings import env_vars
 from verify.settings import VerifySettings
 
 COMPOSE = Path(__file__).parents[2] / "docker-compose.yml"

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer
 
 from consumer.backpressure import Backpressure
 from consumer.metrics import RETRIES, Metrics
-from schemas.clickhouse_errors import ClickHouseUnavailableError
+from services.clickhouse_errors import ClickHouseUnavailableError
 
 DOWN = ClickHouseUnavailableError("ClickHouse is unavailable")
 

@@ -4,13 +4,13 @@ text: a code mentioned in a message, or an HTTP status in it, decides nothing.""
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
-from schemas.clickhouse_errors import (
+from schemas.errors import ConfigError
+from services.clickhouse_errors import (
     BadDataError,
     ClickHouseUnavailableError,
     InsertError,
     classify,
 )
-from schemas.errors import ConfigError
 
 
 @pytest.mark.parametrize(

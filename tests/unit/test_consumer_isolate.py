@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import Message as KafkaMessage
 
 from consumer.isolate import insert_isolating
-from schemas.clickhouse_errors import BadDataError, ClickHouseUnavailableError
+from services.clickhouse_errors import BadDataError, ClickHouseUnavailableError
 
 
 def Message(offset: int) -> KafkaMessage:  # noqa: N802 - reads as the type it makes

@@ -13,7 +13,7 @@ from consumer.lake import LakeUnreadableError, locate
 from consumer.lake_structs import ambiguous
 from consumer.offsets import PartitionOffsets
 from schemas.progress import Generation
-from schemas.storage import StorageSettings
+from services.storage import StorageSettings
 
 MINIO = StorageSettings(
     endpoint="http://127.0.0.1:9300",

@@ -14,9 +14,9 @@ from consumer.errors import KafkaFatalError
 from consumer.health import serve
 from consumer.metrics import BUFFERED, FAILED, ROWS, Collectors, Metrics
 from consumer.process import Failure, worst
-from schemas.clickhouse_errors import ClickHouseUnavailableError
 from schemas.errors import ConfigError
 from schemas.target import SchemaMismatchError
+from services.clickhouse_errors import ClickHouseUnavailableError
 from tests.conftest import free_port
 
 

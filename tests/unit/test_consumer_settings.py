@@ -7,7 +7,7 @@ import pytest
 
 from consumer.settings import ConsumerSettings, load
 from schemas.errors import ConfigError
-from schemas.settings import env_vars
+from services.settings import env_vars
 
 
 def test_env_vars_fill_the_consumer_section(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,8 +13,8 @@ from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 from consumer.batch import INTENT, Batcher, Limits, PartitionBatch, Written
 from consumer.commit import CommitQueue
 from consumer.uncommitted import Outcome, Uncommitted
-from schemas.clickhouse_errors import ClickHouseUnavailableError
 from schemas.errors import ServiceUnavailableError
+from services.clickhouse_errors import ClickHouseUnavailableError
 
 P0, P1 = ("t", 0), ("t", 1)
 Committed = tuple[int, int, str | None]  # partition, offset, metadata

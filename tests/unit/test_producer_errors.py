@@ -7,7 +7,7 @@ import pytest
 from py4j.protocol import Py4JNetworkError
 
 from producer.spark_errors import driver_lost
-from schemas.spark_errors import Causes
+from services.spark_errors import Causes
 
 
 def made_of(conditions: Iterable[str] = (), classes: Iterable[str] = ()) -> Causes:

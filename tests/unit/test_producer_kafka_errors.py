@@ -7,7 +7,7 @@ from confluent_kafka import KafkaError, KafkaException
 from producer.errors import FencedError, KafkaFatalError
 from producer.kafka_errors import kafka_failure
 from producer.publish import Publisher
-from schemas.service_errors import KafkaRefusedError, KafkaUnavailableError, client_failure
+from services.service_errors import KafkaRefusedError, KafkaUnavailableError, client_failure
 
 E = KafkaError
 

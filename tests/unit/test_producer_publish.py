@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, KafkaException
 from producer.errors import FencedError
 from producer.publish import Publisher
 from schemas.progress import Position
-from schemas.service_errors import KafkaRefusedError, UnreachableError
+from services.service_errors import KafkaRefusedError, UnreachableError
 
 
 class QueueFullOnCall:

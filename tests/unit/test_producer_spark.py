@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from schemas.service_errors import SparkUnavailableError
-from schemas.spark_master import start_with_retries
-from schemas.spark_session import SparkSection
+from services.service_errors import SparkUnavailableError
+from services.spark_master import start_with_retries
+from services.spark_session import SparkSection
 from stack.fetch import lib_dir
 from stack.settings import StackSettings
 from tests.conftest import free_port

@@ -5,7 +5,7 @@ is down, and requests it refuses."""
 import pytest
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from schemas.registry_errors import (
+from services.registry_errors import (
     RegistryAccessError,
     RegistryUrlError,
     failure_cause,

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from schemas.settings import (
+from services.settings import (
     ClickHouseSettings,
     KafkaSettings,
     SchemaRegistrySettings,
     masked_url,
 )
-from schemas.tls_errors import TlsError, tls_failure
+from services.tls_errors import TlsError, tls_failure
 from stack.cli import main as stack_main
 from stack.credentials import Credentials, htpasswd_line, sha256_hex
 from stack.settings import StackSettings

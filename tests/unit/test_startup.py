@@ -12,7 +12,8 @@ from tenacity import RetryCallState, Retrying
 
 from consumer.errors import NotPublishedYetError
 from producer.startup import Waterfall, since_start_s
-from schemas.class_archive import (
+from schemas.errors import TransientError
+from services.class_archive import (
     JAVA_OPTIONS,
     archive_of,
     record,
@@ -20,8 +21,7 @@ from schemas.class_archive import (
     usable,
     with_archive,
 )
-from schemas.errors import TransientError
-from schemas.retry import _backoff
+from services.retry import _backoff
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ import pytest
 from pydantic import ValidationError
 
 from producer.settings import ProducerSettings
-from schemas.settings import describe
-from schemas.spark_session import SparkSection, conf_for
-from schemas.storage import StorageOnly, StorageSettings
+from services.settings import describe
+from services.spark_session import SparkSection, conf_for
+from services.storage import StorageOnly, StorageSettings
 from verify.settings import VerifySettings
 
 MINIO = StorageSettings(

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from producer.cli import main as producer_main
 from producer.cli import parser, settings_from
 from producer.settings import ProducerSettings
-from schemas.tables import TableEntry, own_sections
+from services.tables import TableEntry, own_sections
 from verify.settings import VerifySettings
 
 LAKE = """

@@ -5,7 +5,7 @@ Delays double from FIRST_S up to a ceiling (0.5 s, 1 s, 2 s ... max_backoff_s), 
 the error's poll_s when it means waiting for another stage. The calls
 that retry on their own are not wrapped again: librdkafka retries inside the client, the
 schema registry client retries transport errors and 408/429/5xx (`max.retries`,
-`retries.wait.ms`, see schemas/settings.py), S3A retries inside Spark.
+`retries.wait.ms`, see services/settings.py), S3A retries inside Spark.
 
     for attempt in retrying("Kafka", max_backoff_s=30, attempts=5):
         with attempt:

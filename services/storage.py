@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.settings import ENV_PREFIX, Section
+from services.settings import ENV_PREFIX, Section
 
 S3A = "spark.hadoop.fs.s3a."
 SIMPLE_CREDENTIALS = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"

@@ -5,7 +5,7 @@ and cdfbridge-verify's Spark reader name them alike."""
 from __future__ import annotations
 
 from schemas.errors import CdfBridgeError, ConfigError, ServiceUnavailableError, TerminalError
-from schemas.spark_errors import java_classes
+from services.spark_errors import java_classes
 
 STORAGE_KEYS = "CDFBRIDGE_STORAGE__ACCESS_KEY_ID and __SECRET_ACCESS_KEY"
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from schemas.naming import default_table, default_topic
-from schemas.settings import Section
+from services.settings import Section
 
 # Keys of an entry that the consumer reads; every other one is the producer's.
 CONSUMER_KEYS = frozenset({"target", "order_by", "partition_by"})

@@ -12,10 +12,10 @@ from confluent_kafka import KafkaException
 from pydantic import ValidationError
 
 from schemas.errors import CdfBridgeError, ConfigError, TransientError
-from schemas.kafka_access import check_access
-from schemas.kafka_errors import describe as describe_kafka
-from schemas.kafka_errors import error_of, passing
-from schemas.settings import ConnectionSettings, describe
+from services.kafka_access import check_access
+from services.kafka_errors import describe as describe_kafka
+from services.kafka_errors import error_of, passing
+from services.settings import ConnectionSettings, describe
 
 S = TypeVar("S")
 

@@ -21,7 +21,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 from urllib3.util.retry import Retry
 
 from schemas.errors import CdfBridgeError, ConfigError, ServiceUnavailableError, TerminalError
-from schemas.tls_errors import TlsError, tls_failure
+from services.tls_errors import TlsError, tls_failure
 
 # Server error codes that a retry of the same insert can get past.
 TRANSIENT_CODES = frozenset({159, 164, 202, 203, 209, 210, 241, 242, 252, 425, 999})

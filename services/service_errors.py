@@ -7,7 +7,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError
 
 from schemas.errors import CdfBridgeError, ServiceUnavailableError, TerminalError
-from schemas.kafka_errors import describe, passing
+from services.kafka_errors import describe, passing
 
 
 class UnreachableError(ServiceUnavailableError):

@@ -1,4 +1,4 @@
-"""The image's healthcheck: `python -m schemas.healthcheck` exits 0 when this container's
+"""The image's healthcheck: `python -m services.healthcheck` exits 0 when this container's
 stage answers over HTTP, else 1.
 
 The consumer's /health (503 while a topic is stopped or not polling) wins when its port is

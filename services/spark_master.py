@@ -1,4 +1,4 @@
-"""Starting a SparkSession, retried with back-off (schemas/retry.py) while its master cannot be
+"""Starting a SparkSession, retried with back-off (services/retry.py) while its master cannot be
 reached.
 
 A standalone master that does not answer only fails SparkContext after about a minute of
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from schemas.retry import retrying
-from schemas.service_errors import SparkUnavailableError
-from schemas.spark_errors import first_line
+from services.retry import retrying
+from services.service_errors import SparkUnavailableError
+from services.spark_errors import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

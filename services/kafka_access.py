@@ -11,8 +11,8 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from schemas.errors import ConfigError
-from schemas.kafka_errors import build
-from schemas.settings import KafkaSettings
+from services.kafka_errors import build
+from services.settings import KafkaSettings
 
 SASL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
 TLS_CODES = frozenset({KafkaError._SSL})

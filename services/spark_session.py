@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.class_archive import archive_of, usable, with_archive
-from schemas.settings import Section
+from services.class_archive import archive_of, usable, with_archive
+from services.settings import Section
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
-    from schemas.storage import StorageSettings
+    from services.storage import StorageSettings
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -70,7 +70,7 @@ class SparkSection(Section):
     # a cluster's executors; default: the stack's (cdfbridge-stack fetch spark).
     jars_dir: Path = Field(default_factory=stack_jars)
     # Start the driver JVM with the class-data archive beside jars_dir when there is a whole
-    # one (schemas/class_archive.py; `cdfbridge-stack fetch cds` builds it).
+    # one (services/class_archive.py; `cdfbridge-stack fetch cds` builds it).
     class_sharing: bool = True
 
 
@@ -134,7 +134,7 @@ def session_for(settings: SparkSection, storage: StorageSettings, app_name: str)
     Retried with back-off while the master cannot be reached; SparkUnavailableError after
     settings.start_attempts tries.
     """
-    from schemas.spark_master import start_with_retries
+    from services.spark_master import start_with_retries
 
     jars = settings.jars_dir if settings.jars_dir.is_dir() else None
     conf = conf_for(settings, storage)

@@ -1,0 +1,122 @@
+"""The progress topic `<topic>.progress` in Kafka: the producer's record of each transaction
+(its format is schemas/progress.py), resync requests, and reading the topic to its end with
+read_committed, where the last record of a key wins.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from schemas.naming import progress_topic
+from schemas.progress import (
+    Generation,
+    Identity,
+    Part,
+    Position,
+    decode,
+    decode_resync,
+    encode,
+    encode_resync,
+    record_key,
+    resync_key,
+)
+from services.kafka_errors import error_of
+from services.service_errors import UnreachableError, client_failure
+from services.settings import KafkaConfig
+
+READ_TIMEOUT_S = 60.0  # to read the progress topic to its end
+
+
+class Progress:
+    def __init__(self, kafka_config: KafkaConfig, topic: str) -> None:
+        self.kafka_config = kafka_config
+        self.data_topic, self.topic = topic, progress_topic(topic)
+        self.key = record_key(topic)
+        self.resync_key = resync_key(topic)
+        # What record() writes besides the version: the producer's generation, table and
+        # hashed columns.
+        self.generation = Generation()
+        self.identity: Identity | None = None
+        self.hashed: tuple[str, ...] = ()
+
+    def record(self, version: int | None, part: Part | None = None) -> tuple[bytes, bytes]:
+        """The progress record saying version is fully published (None: none yet), and part
+        of the next one if `part`, as (value, key): the producer queues it in the
+        transaction that publishes them."""
+        return encode(version, self.generation, self.identity, self.hashed, part), self.key
+
+    def request_resync(self, producer: Any, generation: int) -> None:
+        """Queue a resync request (no transaction needed: it is one record of its own)."""
+        producer.produce(self.topic, encode_resync(generation), self.resync_key)
+
+    def last_version(self) -> int | None:
+        return self.read().version
+
+    def read(self) -> Position:
+        """Read the topic to its end with read_committed; the last record of a key wins."""
+        with self._reader(f"reading {self.topic}") as consumer:
+            return self._read(consumer)
+
+    def generation_here(self, number: int) -> Generation:
+        """Generation `number`, starting at the data topic's end offsets now. Called by the
+        only producer of the topic once it has fenced the older ones (whose open
+        transactions are then aborted): every offset from here on is the new generation's."""
+        with self._reader(f"reading the end offsets of {self.data_topic}") as consumer:
+            topics = consumer.list_topics(self.data_topic, timeout=10).topics
+            partitions = sorted(topics[self.data_topic].partitions)
+            ends = {
+                p: consumer.get_watermark_offsets(TopicPartition(self.data_topic, p), timeout=10)[1]
+                for p in partitions
+            }
+        return Generation(number, ends)
+
+    @contextmanager
+    def _reader(self, doing: str) -> Iterator[Any]:
+        consumer = Consumer(
+            {
+                **self.kafka_config,
+                "group.id": "cdfbridge-progress-reader",  # assign() only: never joins or commits
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                # The end is signalled, not compared with the high watermark: the last
+                # offsets of a transactional topic are commit markers no poll returns.
+                "enable.partition.eof": True,
+                # At the end, the broker answers at once instead of waiting 500 ms for more.
+                "fetch.wait.max.ms": 10,
+            }
+        )
+        where = str(self.kafka_config.get("bootstrap.servers", "?"))
+        try:
+            yield consumer
+        except KafkaException as exc:
+            raise client_failure(error_of(exc), where, doing) from exc
+        finally:
+            consumer.close()
+
+    def _read(self, consumer: Any) -> Position:
+        if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
+            return Position()  # never published anything
+        consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        last, requested = Position(), 0
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return replace(last, requested=requested)
+                raise KafkaException(error)
+            if message.key() == self.key:
+                last = decode(message.value())
+            elif message.key() == self.resync_key:
+                requested = decode_resync(message.value())
+        took = f"reading progress took over {READ_TIMEOUT_S:.0f} s"
+        raise UnreachableError("Kafka", self.topic, 1, took)
