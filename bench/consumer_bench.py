@@ -34,7 +34,8 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from output import bars, save
 
 from consumer import kafka_engine, kafka_engine_plan
-from consumer.settings import ConsumerSection, ConsumerSettings
+from consumer.section import ConsumerSection
+from consumer.settings import ConsumerSettings
 from schemas.avro import key_schema, value_schema
 from schemas.naming import key_subject, value_subject
 from services.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings

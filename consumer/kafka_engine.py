@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
-from consumer.table import Columns, create_table_sql, current_view_sql
+from consumer.table import create_table_sql, current_view_sql
+from consumer.table_check import Columns
 from schemas.clickhouse import InputColumn, literal, quote
 from schemas.target import Target
 from services.settings import KafkaSettings, masked_url

@@ -14,7 +14,7 @@ from consumer.kafka_engine_evolve import evolve
 from consumer.kafka_engine_rebuild import rebuilt_group
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
-from consumer.table import Columns
+from consumer.table_check import Columns
 from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
 from schemas.target import Target

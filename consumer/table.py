@@ -5,7 +5,8 @@
     [PARTITION BY <expression>] ORDER BY (<key>)
 
 and a view `<t>_current` that reads FINAL without deleted rows. Every identifier is quoted;
-the PARTITION BY expression is the setting's, as written.
+the PARTITION BY expression is the setting's, as written. How an existing table's columns
+compare with the schema's is consumer/table_check.py.
 """
 
 from __future__ import annotations
@@ -15,13 +16,11 @@ from collections.abc import Sequence
 
 from clickhouse_connect.driver.client import Client
 
-from consumer.column_types import extends
+from consumer.table_check import Columns, additions, grown, same_partition
 from schemas.changes import IS_DELETED, IS_DELETED_SQL, UPDATE_PREIMAGE, VERSION, VERSION_SQL
 from schemas.clickhouse import quote
 from schemas.target import REBUILD_HINT, SchemaMismatchError, Target
 from services.clickhouse_client import existing_columns
-
-Columns = Sequence[tuple[str, str]]
 
 
 def create_table_sql(
@@ -50,46 +49,6 @@ def current_view_sql(target: Target) -> str:
         f"CREATE OR REPLACE VIEW {target.current_view} AS "  # noqa: S608 - quoted names
         f"SELECT * FROM {target.name} FINAL WHERE {quote(IS_DELETED)} = 0"
     )
-
-
-def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list[tuple[str, str]]:
-    """Columns to ADD so the table holds `wanted`; raises SchemaMismatchError naming every
-    column that differs in type, or is new and not nullable, or is gone and not nullable."""
-    retyped = [
-        f"{name} is {existing[name]} in the table but {kind} in the schema"
-        for name, kind in wanted
-        if name in existing
-        and _norm(existing[name]) != _norm(_older(kind))
-        and not extends(kind, existing[name])  # widened, or a struct that gained fields: grown
-        and not extends(existing[name], kind)  # an older schema's narrower one: read into it
-    ]
-    new = [(name, kind) for name, kind in wanted if name not in existing]
-    required = [f"{name} {kind} is new and not nullable" for name, kind in new if not _null(kind)]
-    names = {name for name, _ in wanted}
-    gone = [
-        f"{name} {kind} is in the table, not in the schema, and not nullable"
-        for name, kind in existing.items()
-        if name not in names and not _null(kind)
-    ]
-    problems = retyped + required + gone
-    if problems:
-        raise SchemaMismatchError(
-            f"table {target.name} does not match the value schema: {'; '.join(problems)}. "
-            f"To replace the table with one of the new schema, {REBUILD_HINT}"
-        )
-    return new
-
-
-def grown(existing: dict[str, str], wanted: Columns) -> list[tuple[str, str]]:
-    """Columns Delta widened, or whose structs gained fields (consumer/column_types.py), to
-    MODIFY."""
-    return [
-        (name, kind)
-        for name, kind in wanted
-        if name in existing
-        and _norm(existing[name]) != _norm(kind)
-        and extends(kind, existing[name])
-    ]
 
 
 def add_columns_sql(target: Target, new: Columns) -> str:
@@ -138,7 +97,7 @@ def check_engine(client: Client, target: Target, dedup_window: int, partition_by
             f"table {target.name} is {engine}, not ReplacingMergeTree: drop it, set another "
             f"table, or {REBUILD_HINT}"
         )
-    if partition_by and _partition(partition_key) != _partition(partition_by):
+    if partition_by and not same_partition(partition_key, partition_by):
         raise SchemaMismatchError(
             f"table {target.name} is partitioned by {partition_key or 'nothing'}, but "
             f"partition_by is {partition_by}: set partition_by to match the table, or, to "
@@ -175,43 +134,3 @@ def nullable_tuples(client: Client) -> bool:
         "WHERE name = 'enable_nullable_tuple_type' AND value = '1'"
     )
     return bool(int(str(found)))
-
-
-def _older(kind: str) -> str:
-    """The type earlier releases made for the same Avro: Int32 for Int8 and Int16, Tuple for
-    Nullable(Tuple). Tables made by them keep working; the insert converts."""
-    kind = re.sub(r"(?<![`\w])Int(8|16)(?![`\w])", "Int32", kind)
-    while (start := kind.find("Nullable(Tuple(")) >= 0:
-        close = _closing(kind, start + len("Nullable("))
-        kind = kind[:start] + kind[start + len("Nullable(") : close] + kind[close + 1 :]
-    return kind
-
-
-def _closing(kind: str, at: int) -> int:
-    """Index of the parenthesis closing the one opened before `at`; skips quoted names."""
-    depth, quoted, i = 1, False, at
-    while depth:
-        char = kind[i]
-        if quoted:
-            quoted, i = char != "`", i + (2 if char == "\\" else 1)
-            continue
-        quoted = char == "`"
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        i += 1
-    return i - 1
-
-
-def _partition(expression: str) -> str:
-    """A partition key as ClickHouse lists it and as written compare equal: no spaces, no
-    backticks, `tuple()` for none."""
-    found = _norm(expression)
-    return "" if found == "tuple()" else found
-
-
-def _norm(kind: str) -> str:
-    return re.sub(r"[\s`]", "", kind)
-
-
-def _null(kind: str) -> bool:
-    # Array, Map and Tuple cannot be Nullable; a missing one reads as empty.
-    return kind.startswith(("Nullable(", "Array(", "Map(", "Tuple("))

@@ -15,7 +15,8 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from consumer.settings import ConsumerSection, ConsumerSettings
+from consumer.section import ConsumerSection
+from consumer.settings import ConsumerSettings
 from schemas.avro import key_schema, value_schema
 from services.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings
 from tests.endpoints import Endpoints

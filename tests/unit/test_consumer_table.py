@@ -2,13 +2,8 @@
 
 import pytest
 
-from consumer.table import (
-    add_columns_sql,
-    additions,
-    create_table_sql,
-    current_view_sql,
-    grown,
-)
+from consumer.table import add_columns_sql, create_table_sql, current_view_sql
+from consumer.table_check import additions, grown
 from schemas.changes import IS_DELETED_SQL, VERSION_SQL
 from schemas.target import SchemaMismatchError, Target
 
