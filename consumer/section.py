@@ -27,41 +27,50 @@ ONE_TABLE_KEYS = {
 
 class ConsumerSection(Section):
     topic: str = ""
-    # Several topics, each into its own table with the defaults below ("a,b" or a list).
+    """The topic to read (one); see topics and topic_pattern for several."""
     topics: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    # A regular expression the whole topic name must match, expanded against the brokers'
-    # topics at start-up (*.progress and *.dlq side topics left out): a restart takes new ones.
+    """Several topics, each into its own table with the defaults below ("a,b" or a list)."""
     topic_pattern: str = ""
-    # The consumer group; every group is an independent subscriber with its own offsets.
+    """A regular expression the whole topic name must match, expanded against the brokers'
+    topics at start-up (*.progress and *.dlq side topics left out): a restart takes new
+    ones."""
     group: str = "cdfbridge-consumer"
-    # Target table in ClickHouse (database from clickhouse.database); default: from the topic.
+    """The consumer group; every group is an independent subscriber with its own offsets."""
     table: str = ""
-    # ORDER BY columns; default: the fields of the `<topic>-key` schema.
+    """Target table in ClickHouse (database from clickhouse.database); default: from the
+    topic."""
     primary_key: list[str] = Field(default_factory=list)
-    # PARTITION BY of the table when the consumer creates it (a ClickHouse expression).
+    """ORDER BY columns; default: the fields of the `<topic>-key` schema."""
     partition_by: str = ""
+    """PARTITION BY of the table when the consumer creates it (a ClickHouse expression)."""
     batch_rows: int = Field(default=100_000, gt=0)
+    """A partition's batch is inserted once it holds this many rows."""
     batch_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    """... or this many bytes of values."""
     batch_seconds: float = Field(default=5.0, gt=0)
-    # How many recent insert blocks ClickHouse remembers to drop retried ones.
+    """... or once its first row is this many seconds old."""
     deduplication_window: int = Field(default=10_000, gt=0)
-    # The registry URL as ClickHouse reaches it, when it differs from schema_registry.url.
+    """How many recent insert blocks ClickHouse remembers to drop retried ones."""
     registry_url_for_clickhouse: str = ""
-    # The brokers as ClickHouse's Kafka engine reaches them, when they differ.
+    """The registry URL as ClickHouse reaches it, when it differs from schema_registry.url."""
     kafka_for_clickhouse: str = ""
-    # The SASL mechanism of the Kafka engine, when it differs from kafka.sasl_mechanism: e.g.
-    # PLAIN (over SASL_SSL) for a ClickHouse whose librdkafka has no SCRAM, as chdb-core's.
+    """The brokers as ClickHouse's Kafka engine reaches them, when they differ."""
     kafka_sasl_mechanism_for_clickhouse: str = ""
-    # 0 disables the /metrics and /health endpoint.
+    """The SASL mechanism of the Kafka engine, when it differs from kafka.sasl_mechanism:
+    e.g. PLAIN (over SASL_SSL) for a ClickHouse whose librdkafka has no SCRAM, as chdb-
+    core's."""
     metrics_port: int = Field(default=9465, ge=0, le=65535)
+    """0 disables the /metrics and /health endpoint."""
     max_backoff_seconds: float = Field(default=30.0, gt=0)
-    # auto: rebuild a table by itself when its topic starts a new generation (a producer
-    # resync), from the lake where ClickHouse reads the Delta table, while the other topics
-    # flow; manual: `status` says to run `rebuild`.
+    """The longest wait between retries while Kafka, the registry or ClickHouse is
+    unavailable (the waits double from 0.5 s)."""
     rebuild: Literal["manual", "auto"] = "manual"
-    # Where ClickHouse reads the Delta table for a bootstrap from the lake, when it differs
-    # from the location the producer names in the topic's progress (one topic only).
+    """auto: rebuild a table by itself when its topic starts a new generation (a producer
+    resync), from the lake where ClickHouse reads the Delta table, while the other topics
+    flow; manual: `status` says to run `rebuild`."""
     lake_location: str = ""
+    """Where ClickHouse reads the Delta table for a bootstrap from the lake, when it differs
+    from the location the producer names in the topic's progress (one topic only)."""
 
     _lists = field_validator("topics", mode="before")(comma_list)
 

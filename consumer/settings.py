@@ -33,10 +33,10 @@ class ConsumerSettings(ConnectionSettings):
     """Everything `cdfbridge-consumer` reads, validated once at start-up."""
 
     consumer: ConsumerSection
-    # Several tables' topics: [[tables]] in the --config file (the producer reads it too).
     tables: list[TableEntry] = Field(default_factory=list)
-    # Where the Delta tables live, for ClickHouse to read them in a bootstrap from the lake.
+    """Several tables' topics: [[tables]] in the --config file (the producer reads it too)."""
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    """Where the Delta tables live, for ClickHouse to read them in a bootstrap from the lake."""
 
     @model_validator(mode="after")
     def _topics(self) -> ConsumerSettings:

@@ -20,31 +20,51 @@ from services.tables import TableEntry, check_columns, comma_list, unique_topics
 
 class SourceSection(Section):
     table: str = Field(default="", description="Delta table path/URI or catalog name")
-    primary_key: Annotated[list[str], NoDecode] = Field(default_factory=list)  # "a,b" or a list
-    topic: str = ""  # default: derived from the table
+    primary_key: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Key columns (`"a,b"` or a list); a change's Kafka key. Required."""
+    topic: str = ""
+    """The table's topic; default: `cdfbridge.<last path segment or catalog name>`."""
     starting_version: int | None = Field(default=None, ge=0)
+    """The first version to publish when the topic has no progress yet; default: the table's
+    first."""
     starting_timestamp: datetime | None = None
+    """The first commit at or after this ISO time, instead of starting_version."""
     snapshot: bool = False
+    """Publish the table's state at starting_version (default: latest) as
+    `_change_type=snapshot` first, then follow changes: for a table whose Change Data Feed
+    was enabled late, or whose history was vacuumed."""
     until_version: int | None = Field(default=None, ge=0)
+    """Stop after publishing this version (a backfill); unset: follow forever."""
     poll_interval_s: float = Field(default=1.0, gt=0)
+    """Seconds between looks at the table's head while it has nothing new."""
     max_rows_per_chunk: int = Field(default=500_000, gt=0)
-    # Encoded changes a chunk (or a slice of one huge commit) may hold in the driver at once.
+    """Changes per Kafka transaction at most; a larger single version is cut in key-hash
+    slices."""
     max_bytes_per_chunk: int = Field(default=128 * 2**20, gt=0)
+    """Encoded changes a chunk (or a slice of one huge commit) may hold in the driver at
+    once."""
     max_versions_per_chunk: int = Field(default=100, gt=0)
+    """Delta versions per chunk at most."""
     include_preimage: bool = False
+    """Publish every update's preimage as `update_preimage`; without it, only a preimage
+    whose update moved the row to another key is published, as a delete of the old key."""
     tombstones: bool = False
+    """Send a null value after each delete, so that compaction removes deleted keys from the
+    topic."""
     partitions: int = Field(default=3, gt=0, description="partitions of a topic we create")
-    # Kafka settings of a data topic we create. Compacted, a topic keeps the last change of
-    # every key for good, so a rebuild or a new subscriber can always replay it whole;
-    # {"cleanup.policy": "delete", "retention.ms": "-1"} keeps every change instead.
     topic_config: dict[str, str] = Field(default_factory=lambda: dict(REPLAYABLE))
+    """Kafka settings of a data topic we create. Compacted, a topic keeps the last change of
+    every key for good, so a rebuild or a new subscriber can always replay it whole;
+    {"cleanup.policy": "delete", "retention.ms": "-1"} keeps every change instead."""
     metrics_port: int | None = Field(default=9464, ge=0, le=65535)
-    # Columns never published, and columns published as the SHA-256 hex of their value.
+    """Port of the Prometheus /metrics endpoint; 0 or unset: none."""
     exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Columns never published: left out of the value schema and of every message."""
     hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    # What a change the producer cannot follow does (a column dropped, renamed or retyped,
-    # a vacuumed history): stop the table until `cdfbridge-producer resync`, or resync it.
+    """Columns published as the lowercase hex SHA-256 of their value, computed in Spark."""
     on_incompatible_change: Literal["stop", "resync"] = "stop"
+    """What a change the producer cannot follow does (a column dropped, renamed or retyped, a
+    vacuumed history): stop the table until `cdfbridge-producer resync`, or resync it."""
 
     _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
         comma_list
@@ -72,9 +92,9 @@ class ProducerSettings(ConnectionSettings):
     spark: SparkSection = Field(default_factory=SparkSection)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     source: SourceSection = Field(default_factory=SourceSection)
-    # Several tables through one Spark session: [[tables]] in the --config file, each laid
-    # over [source] (services/tables.py).
     tables: list[TableEntry] = Field(default_factory=list)
+    """Several tables through one Spark session: [[tables]] in the --config file, each laid
+    over [source] (services/tables.py)."""
 
     @model_validator(mode="after")
     def _required(self) -> ProducerSettings:

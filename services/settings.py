@@ -24,7 +24,7 @@ MAX_MESSAGE_BYTES = 8 * 2**20
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 @cache
@@ -40,19 +40,24 @@ def warn_unverified(section: str) -> None:
 
 class KafkaSettings(Section):
     bootstrap_servers: str = "127.0.0.1:9092"
+    """The brokers, `host:port[,host:port...]`."""
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """How clients reach the brokers: plain, TLS, SASL, or SASL over TLS."""
     sasl_mechanism: str | None = None
+    """SASL mechanism with SASL_*: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER."""
     sasl_username: str | None = None
+    """SASL user name."""
     sasl_password: SecretStr | None = None
-    # The CA bundle (PEM) that signed the brokers' certificates, when not the system's.
+    """SASL password."""
     ssl_ca_location: str | None = None
-    # Verify the brokers' certificates and host names (TLS); false only on purpose.
+    """The CA bundle (PEM) that signed the brokers' certificates, when not the system's."""
     tls_verify: bool = True
-    # The largest message (one change) the producer sends and the topics it creates accept
-    # (their max.message.bytes); the consumer and its dead-letter topic follow it.
+    """Verify the brokers' certificates and host names (TLS); false only on purpose."""
     max_message_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=2**20, le=2**30)
-    # Any other librdkafka property, passed through as is (e.g. {"client.rack": "a"}).
+    """The largest message (one change) the producer sends and the topics it creates accept
+    (their max.message.bytes); the consumer and its dead-letter topic follow it."""
     properties: dict[str, str] = Field(default_factory=dict)
+    """Any other librdkafka property, passed through as is (e.g. {"client.rack": "a"})."""
 
     def client_config(self) -> KafkaConfig:
         """librdkafka settings; holds the password in clear, so never log it."""
@@ -81,15 +86,17 @@ REGISTRY_ATTEMPTS = 5
 
 class SchemaRegistrySettings(Section):
     url: str = "http://127.0.0.1:8081/apis/ccompat/v7"
-    # "user:password" for HTTP basic auth.
+    """The Confluent-compatible registry API (Apicurio's is under /apis/ccompat/v7)."""
     basic_auth_user_info: SecretStr | None = None
-    # Seconds per request. The client waits forever without one, and a request the registry
-    # never answers would stall the stage; a timed-out request is retried.
+    """`user:password` for HTTP basic auth."""
     timeout_s: float = Field(default=10.0, gt=0)
-    # The CA bundle (PEM) that signed an https registry's certificate, when not the system's.
+    """Seconds per request. The client waits forever without one, and a request the registry
+    never answers would stall the stage; a timed-out request is retried."""
     ssl_ca_location: str | None = None
-    # Verify an https registry's certificate and host name; false only on purpose.
+    """The CA bundle (PEM) that signed an https registry's certificate, when not the
+    system's."""
     tls_verify: bool = True
+    """Verify an https registry's certificate and host name; false only on purpose."""
 
     def client_config(self) -> dict[str, Any]:
         """confluent-kafka SchemaRegistryClient settings; holds secrets, never log it."""
@@ -134,13 +141,17 @@ def masked_url(url: str, mask: str = "******") -> str:
 
 class ClickHouseSettings(Section):
     url: str = "http://127.0.0.1:8123"
+    """ClickHouse's HTTP(S) interface."""
     username: str = "default"
+    """ClickHouse user."""
     password: SecretStr = SecretStr("")
+    """ClickHouse password."""
     database: str = "default"
-    # The CA bundle (PEM) that signed an https URL's certificate, when not the system's.
+    """The database of the target tables (and of shadow tables a rebuild fills)."""
     ssl_ca_location: str | None = None
-    # Verify an https URL's certificate and host name; false only on purpose.
+    """The CA bundle (PEM) that signed an https URL's certificate, when not the system's."""
     tls_verify: bool = True
+    """Verify an https URL's certificate and host name; false only on purpose."""
 
     def tls(self) -> dict[str, Any]:
         """clickhouse-connect's TLS arguments."""
@@ -154,7 +165,11 @@ class ConnectionSettings(BaseSettings):
     """Where Kafka, the schema registry and ClickHouse are."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
     )
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)

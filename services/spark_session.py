@@ -62,16 +62,18 @@ def stack_jars() -> Path:
 
 class SparkSection(Section):
     master: str = "local[*]"
-    # Tries to reach the master and start the session, with back-off (0.5, 1, 2 ... 30 s).
+    """Spark master URL: `local[*]` runs Spark in the producer's process;
+    `spark://host:7077`, `yarn` or `k8s://...` run it on a cluster."""
     start_attempts: int = Field(default=5, gt=0)
-    # Any Spark or Hadoop setting; wins over what [storage] sets (spark.hadoop.fs.s3a.*).
+    """Tries to reach the master and start the session, with back-off (0.5, 1, 2 ... 30 s)."""
     conf: dict[str, str] = Field(default_factory=dict)
-    # Delta, spark-avro and object-store jars for spark.jars, which the driver also serves to
-    # a cluster's executors; default: the stack's (cdfbridge-stack fetch spark).
+    """Any Spark or Hadoop setting; wins over what [storage] sets (spark.hadoop.fs.s3a.*)."""
     jars_dir: Path = Field(default_factory=stack_jars)
-    # Start the driver JVM with the class-data archive beside jars_dir when there is a whole
-    # one (services/class_archive.py; `cdfbridge-stack fetch cds` builds it).
+    """Delta, spark-avro and object-store jars for spark.jars, which the driver also serves
+    to a cluster's executors; default: the stack's (cdfbridge-stack fetch spark)."""
     class_sharing: bool = True
+    """Start the driver JVM with the class-data archive beside jars_dir when there is a whole
+    one (services/class_archive.py; `cdfbridge-stack fetch cds` builds it)."""
 
 
 def build_spark_session(

@@ -37,11 +37,18 @@ class StorageSettings(Section):
         default=None, description="e.g. http://127.0.0.1:9300 for MinIO; unset: AWS S3"
     )
     region: str | None = None
-    path_style_access: bool = False  # bucket in the path, not the host name (MinIO, Ceph)
-    allow_http: bool = False  # plain HTTP to the endpoint; only for a server on a trusted network
+    """The bucket's region; unset: AWS's default chain decides."""
+    path_style_access: bool = False
+    """bucket in the path, not the host name (MinIO, Ceph)"""
+    allow_http: bool = False
+    """plain HTTP to the endpoint; only for a server on a trusted network"""
     access_key_id: SecretStr | None = None
+    """Access key; unset with secret_access_key: AWS's default credential chain (instance
+    profile, env, ...)."""
     secret_access_key: SecretStr | None = None
+    """Secret key that goes with access_key_id."""
     session_token: SecretStr | None = None
+    """Session token of temporary credentials."""
 
     @model_validator(mode="after")
     def _consistent(self) -> StorageSettings:

@@ -46,22 +46,43 @@ class TableEntry(Section):
 
     table: str = Field(min_length=1, description="Delta table path/URI or catalog name")
     primary_key: Annotated[list[str], NoDecode] = Field(min_length=1)
+    """Key columns (`"a,b"` or a list); a change's Kafka key."""
     topic: str = ""
+    """The table's topic; default: `cdfbridge.<last path segment or catalog name>`."""
     starting_version: int | None = Field(default=None, ge=0)
+    """As [source] starting_version, for this table."""
     starting_timestamp: datetime | None = None
+    """As [source] starting_timestamp, for this table."""
     snapshot: bool | None = None
+    """As [source] snapshot, for this table."""
     until_version: int | None = Field(default=None, ge=0)
+    """As [source] until_version, for this table."""
     max_rows_per_chunk: int | None = Field(default=None, gt=0)
+    """As [source] max_rows_per_chunk, for this table."""
     max_bytes_per_chunk: int | None = Field(default=None, gt=0)
+    """As [source] max_bytes_per_chunk, for this table."""
     include_preimage: bool | None = None
+    """As [source] include_preimage, for this table."""
     tombstones: bool | None = None
+    """As [source] tombstones, for this table."""
     partitions: int | None = Field(default=None, gt=0)
+    """As [source] partitions, for this table's topic."""
     exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Columns never published (the producer's, and verify's, which leaves them out of the
+    comparison)."""
     hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Columns published as the SHA-256 hex of their value (verify hashes the Delta side
+    alike)."""
     on_incompatible_change: Literal["stop", "resync"] | None = None
+    """As [source] on_incompatible_change, for this table."""
     target: str = ""
+    """The consumer's ClickHouse table for this topic; default: the topic without
+    `cdfbridge.`, dots made underscores."""
     order_by: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """The consumer's ORDER BY for this table (must hold every primary-key column); default:
+    the primary key."""
     partition_by: str = ""
+    """The consumer's PARTITION BY for this table when it creates it."""
 
     _lists = field_validator(
         "primary_key", "exclude_columns", "hash_columns", "order_by", mode="before"

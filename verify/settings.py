@@ -19,20 +19,28 @@ from verify.routes import Choice
 
 class VerifySection(Section):
     table: str = Field(default="", description="Delta table path or URI, as the producer reads it")
-    topic: str = ""  # default: derived from the table, as the producer derives it
-    clickhouse_table: str = ""  # default: derived from the topic, as the consumer derives it
-    primary_key: Annotated[list[str], NoDecode] = Field(default_factory=list)  # default: ORDER BY
-    version: int | None = Field(default=None, ge=0)  # default: the last published version
-    # Compare at the table's latest version instead; with wait_seconds, until it arrives.
+    topic: str = ""
+    """default: derived from the table, as the producer derives it"""
+    clickhouse_table: str = ""
+    """default: derived from the topic, as the consumer derives it"""
+    primary_key: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """default: ORDER BY"""
+    version: int | None = Field(default=None, ge=0)
+    """default: the last published version"""
     latest: bool = False
-    wait_seconds: float = Field(default=0.0, ge=0)  # retry until equal, for a catching-up consumer
-    # delta-rs object-store options, over those [storage] gives.
+    """Compare at the table's latest version instead; with wait_seconds, until it arrives."""
+    wait_seconds: float = Field(default=0.0, ge=0)
+    """retry until equal, for a catching-up consumer"""
     storage_options: dict[str, str] = Field(default_factory=dict)
-    # auto: delta-rs, or Spark for reader features delta-rs is not known to read (routes.py).
+    """delta-rs object-store options, over those [storage] gives."""
     reader: Choice = "auto"
-    # The producer's column policy: columns it leaves out, and columns it publishes hashed.
+    """auto: delta-rs, or Spark for reader features delta-rs is not known to read
+    (routes.py)."""
     exclude_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """The producer's column policy: columns it leaves out, and columns it publishes hashed."""
     hash_columns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Columns the producer publishes hashed (its hash_columns): the Delta side is compared
+    as their SHA-256."""
 
     _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
         comma_list
@@ -61,9 +69,10 @@ class VerifySection(Section):
 class VerifySettings(ConnectionSettings):
     verify: VerifySection = Field(default_factory=VerifySection)
     storage: StorageSettings = Field(default_factory=StorageSettings)
-    spark: SparkSection = Field(default_factory=SparkSection)  # the Spark reader's session
-    # The lake's tables, as the producer and the consumer read them (services/tables.py).
+    spark: SparkSection = Field(default_factory=SparkSection)
+    """the Spark reader's session"""
     tables: list[TableEntry] = Field(default_factory=list)
+    """The lake's tables, as the producer and the consumer read them (services/tables.py)."""
 
     @model_validator(mode="after")
     def _table_given(self) -> VerifySettings:
