@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: help setup up down status demo test lint
+.PHONY: help setup up down status demo test lint docs
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -29,9 +29,12 @@ demo:  ## the whole pipeline on the local stack, ending with a ClickHouse = Delt
 	@$(CORE) bash stack/bootstrap.sh
 	@bash stack/demo.sh
 
-test: setup lint  ## lint, then the whole test suite against real services (exit 5, no tests, fails)
+test: setup lint docs  ## lint, build the docs, then the whole test suite against real services
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+docs: setup  ## build the documentation site into site/ (strict: a broken link fails)
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 lint: setup  ## ruff and mypy
 	@$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy

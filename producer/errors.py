@@ -1,5 +1,5 @@
 """What can stop the producer, each with the fix in its message. The services' failures it
-shares with cdfbridge-verify are in schemas/: service_errors.py (Kafka, the registry, a Spark
+shares with cdfbridge-verify are in services/: service_errors.py (Kafka, the registry, a Spark
 master) and storage_errors.py (the object store)."""
 
 from schemas.errors import ConfigError, ServiceUnavailableError, TerminalError

@@ -1,6 +1,6 @@
 """Class-data sharing for the Spark driver's JVM: the classes a producer loads, mapped from
 one archive instead of read from jars and verified one by one, which shortens the start of
-the session and of the first Delta log load (README, Performance).
+the session and of the first Delta log load (docs/performance.md).
 
 `cdfbridge-stack fetch cds` (run by `make setup` and by the image's build) makes the archive
 at `<jars_dir>.jsa` (stack/class_archive.py):
