@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         ("down", "stop services (default: all)"),
     ):
         cmd = commands.add_parser(name, help=text)
-        cmd.add_argument("service", nargs="*", help=f"any of {', '.join(services.NAMES)}")
+        names = ", ".join([*services.NAMES, *services.GROUPS])
+        cmd.add_argument("service", nargs="*", help=f"any of {names}")
         _secure_flag(cmd)
     for name, text in (
         ("serve", "run one service in the foreground, as a container's main process"),

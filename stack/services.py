@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from schemas.errors import ConfigError
 from stack.azure import Azure
 from stack.clickhouse import ClickHouse
+from stack.cluster import Shard1, Shard2
 from stack.fetch import fetch
 from stack.kafka import Kafka
 from stack.process import Service, Status
@@ -21,6 +22,8 @@ SERVICES: tuple[type[Service], ...] = (
     Kafka,
     Registry,
     ClickHouse,
+    Shard1,
+    Shard2,
     TlsProxy,
     S3,
     Azure,
@@ -28,20 +31,23 @@ SERVICES: tuple[type[Service], ...] = (
     SparkWorker,
 )
 NAMES = tuple(cls.name for cls in SERVICES)
+# Names that stand for several services.
+GROUPS = {"cluster": (Shard1.name, Shard2.name)}
 SECURE_ONLY = frozenset(cls.name for cls in SERVICES if cls.secure_only)
 # What `up` starts when no service is named: the pipeline's own. The object stores (MinIO's
 # first build takes minutes) and a standalone Spark cluster only when named:
-# `up s3 azure spark-master spark-worker`.
+# `up s3 azure spark-master spark-worker`; a ClickHouse cluster of two shards: `up cluster`.
 # The secured stack (--secure) adds its TLS proxy to them.
 DEFAULT = ("kafka", "registry", "clickhouse", "tls-proxy")
 
 
 def select(settings: StackSettings, names: Iterable[str] = NAMES) -> list[Service]:
     """The services named, in start order; the secured stack's own only when secure."""
-    wanted = set(names)
+    wanted = {member for name in names for member in GROUPS.get(name, (name,))}
     unknown = wanted - set(NAMES)
     if unknown:
-        raise ConfigError(f"unknown service(s) {sorted(unknown)}; choose from {list(NAMES)}")
+        choices = [*NAMES, *GROUPS]
+        raise ConfigError(f"unknown service(s) {sorted(unknown)}; choose from {choices}")
     return [
         cls(settings)
         for cls in SERVICES

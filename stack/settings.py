@@ -79,6 +79,12 @@ class StackSettings(BaseSettings):
     secure: bool = False
     """The secured stack: Kafka over SASL_SSL (SCRAM-SHA-512), ClickHouse with a password and
     the registry with basic auth, both over TLS through a proxy (nginx) on these ports."""
+    cluster_http_port: int = Field(default=8131, ge=1, le=65535)
+    """The HTTP port of the cluster's first shard (`cdfbridge-stack up cluster`); shard n
+    listens on this port + n - 1."""
+    cluster_tcp_port: int = Field(default=9131, ge=1, le=65535)
+    """The native TCP port of the cluster's first shard, which the Distributed table reaches
+    the shards on; shard n listens on this port + n - 1."""
     clickhouse_https_port: int = Field(default=8443, ge=1, le=65535)
     """The secured stack's ClickHouse HTTPS port (through its TLS proxy)."""
     registry_https_port: int = Field(default=8444, ge=1, le=65535)
@@ -123,6 +129,10 @@ class StackSettings(BaseSettings):
     @property
     def clickhouse_plain_url(self) -> str:
         return f"http://{LOOPBACK}:{self.clickhouse_http_port}"
+
+    def shard_url(self, number: int) -> str:
+        """The HTTP URL of the local cluster's shard `number` (1, 2)."""
+        return f"http://{LOOPBACK}:{self.cluster_http_port + number - 1}"
 
     @property
     def s3_url(self) -> str:
