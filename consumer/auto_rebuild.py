@@ -25,7 +25,7 @@ from consumer.loop import Pipeline
 from consumer.rebuild import rebuild
 from consumer.settings import ConsumerSettings
 from schemas.errors import TransientError
-from schemas.target import SchemaMismatchError, Target
+from schemas.target import SchemaMismatchError
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import Progress
@@ -42,9 +42,7 @@ def behind(settings: ConsumerSettings) -> bool:
     if not topic_generation:
         return False
     with sorted_errors(settings.clickhouse.url):
-        holds = held(
-            connect(settings.clickhouse), Target(settings.clickhouse.database, c.target_table)
-        )
+        holds = held(connect(settings.clickhouse), settings.target())
     return holds < topic_generation
 
 

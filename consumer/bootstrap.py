@@ -107,6 +107,8 @@ def _load(
         # Nullable(Tuple), ClickHouse's Parquet reader refuses a struct column.
         "use_structure_from_insertion_table_in_table_functions": 0,
     }
+    if into.cluster:  # every shard has its rows when the insert returns
+        settings["distributed_foreground_insert"] = 1
     parameters, asked = lake.query_parameters(point.version), time.monotonic()
     described = client.query(
         f"DESCRIBE TABLE {lake.table_sql()}", parameters=parameters, settings=settings

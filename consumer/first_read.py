@@ -19,9 +19,9 @@ import time
 from consumer import history, offsets
 from consumer.fill import create
 from consumer.generation import mark
+from consumer.placement import Placement
 from consumer.rebuild import rebuild
 from consumer.settings import ConsumerSettings
-from schemas.target import Target
 from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import Progress
@@ -56,9 +56,9 @@ def starts(settings: ConsumerSettings) -> dict[int, int]:
 
 def _mark_new(settings: ConsumerSettings, generation: int) -> None:
     """A table made for a new group holds the generation it starts at (consumer/generation.py)."""
-    target = Target(settings.clickhouse.database, settings.consumer.target_table)
+    target = settings.target()
     with sorted_errors(settings.clickhouse.url):
         client = connect(settings.clickhouse)
         if existing_columns(client, target) is None:
             create(settings, target)
-            mark(client, target, generation)
+            mark(Placement.of(settings.clickhouse, client), target, generation)

@@ -1,6 +1,7 @@
 """Which generation of its topic (schemas/progress.py) a ClickHouse table holds: a rebuild
-records it in the table's comment, and `status` compares it with the topic's, to say when a
-resync calls for a rebuild.
+records it in the comment of the table that stores the rows (on a cluster, each shard's
+local table, which a rebuild's EXCHANGE moves with the rows), and `status` compares it with
+the topic's, to say when a resync calls for a rebuild.
 
 A table without the mark holds generation 0: filled from the topic's beginning.
 """
@@ -11,22 +12,23 @@ import json
 
 from clickhouse_connect.driver.client import Client
 
+from consumer.placement import Placement
 from schemas.clickhouse import literal
 from schemas.target import Target
 
 KEY = "cdfbridge_generation"
 
 
-def mark(client: Client, target: Target, generation: int) -> None:
+def mark(placement: Placement, target: Target, generation: int) -> None:
     comment = literal(json.dumps({KEY: generation}))
-    client.command(f"ALTER TABLE {target.name} MODIFY COMMENT {comment}")
+    placement.ddl(lambda on: f"ALTER TABLE {target.local.name}{on} MODIFY COMMENT {comment}")
 
 
 def held(client: Client, target: Target) -> int:
     """The generation target holds (0 without a mark, or with a comment of someone else's)."""
     found = client.query(
         "SELECT comment FROM system.tables WHERE database = {d:String} AND name = {t:String}",
-        parameters={"d": target.database, "t": target.table},
+        parameters={"d": target.database, "t": target.local.table},
     ).result_rows
     try:
         recorded = json.loads(found[0][0]) if found else {}

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
+from consumer.placement import ENGINE, distributed_sql
 from consumer.table import create_table_sql, current_view_sql
 from consumer.table_check import Columns
 from schemas.clickhouse import InputColumn, literal, quote
@@ -104,37 +105,65 @@ def statements(
     reveal_secrets: bool = False,
     partition_by: str = "",
     schema_id: int = 0,
+    shard_by: Sequence[str] = (),
 ) -> list[str]:
-    """The DDL, in the order to run it; SASL passwords are masked unless revealed. The Kafka
-    table reads the Avro names; its view writes the Delta names; its comment names the value
-    schema (schema_id) its columns come from."""
+    """The DDL, in the order to run it: the target's tables (on a cluster, as a cluster with
+    Keeper takes them: ON CLUSTER, Replicated), then the engine's; SASL passwords are
+    masked unless revealed."""
+    on = f" ON CLUSTER {quote(target.cluster)}" if target.cluster else ""
+    engine = f"Replicated{ENGINE}" if target.cluster else ENGINE
+    tables = [
+        create_table_sql(target.local, columns, order_by, dedup_window, partition_by, on, engine)
+    ]
+    if target.cluster:
+        tables.append(distributed_sql(target, shard_by or order_by, on))
+    tables.append(current_view_sql(target, on))
+    return tables + engine_statements(target, inputs, source, reveal_secrets, schema_id, on)
+
+
+def engine_statements(
+    target: Target,
+    inputs: Sequence[InputColumn],
+    source: KafkaSource,
+    reveal_secrets: bool = False,
+    schema_id: int = 0,
+    on_cluster: str = "",
+) -> list[str]:
+    """The Kafka table, its errors table and their views. The Kafka table reads the Avro
+    names; its view writes the Delta names into the target, which on a cluster is the
+    Distributed table: each server's engine reads some partitions, and every row goes to
+    its key's shard. Its comment names the value schema (schema_id) its columns come from."""
     body = ", ".join(f"{quote(c.avro_name)} {c.input_type}" for c in inputs)
     names = ", ".join(
         c.expression if c.expression == quote(c.name) else f"{c.expression} AS {quote(c.name)}"
         for c in inputs
     )
+    on, built = on_cluster, BUILT_FROM.format(schema_id=schema_id, group=source.group)
     return [
-        create_table_sql(target, columns, order_by, dedup_window, partition_by),
-        current_view_sql(target),
-        f"CREATE TABLE IF NOT EXISTS {errors(target).name} ({ERRORS_COLUMNS})\n"
+        f"CREATE TABLE IF NOT EXISTS {errors(target).name}{on} ({ERRORS_COLUMNS})\n"
         f"ENGINE = MergeTree ORDER BY (`topic`, `partition`, `offset`)",
-        f"CREATE TABLE IF NOT EXISTS {queue(target).name} ({body})\n"
+        f"CREATE TABLE IF NOT EXISTS {queue(target).name}{on} ({body})\n"
         f"ENGINE = Kafka\nSETTINGS {_kafka_settings(source, reveal_secrets)}\n"
-        f"COMMENT {literal(BUILT_FROM.format(schema_id=schema_id, group=source.group))}",
-        _view_sql(pump(target), target, queue(target), names, "length(_error) = 0"),
+        f"COMMENT {literal(built)}",
+        _view_sql(pump(target), target, queue(target), names, "length(_error) = 0", on),
         _view_sql(
             errors_pump(target),
             errors(target),
             queue(target),
             ERRORS_SELECT,
             "length(_error) > 0",
+            on,
         ),
     ]
 
 
-def _view_sql(view: Target, into: Target, source: Target, select: str, where: str) -> str:
+def _view_sql(
+    view: Target, into: Target, source: Target, select: str, where: str, on_cluster: str
+) -> str:
     query = f"SELECT {select} FROM {source.name} WHERE {where}"  # noqa: S608 - quoted names
-    return f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view.name} TO {into.name}\nAS {query}"
+    return (
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view.name}{on_cluster} TO {into.name}\nAS {query}"
+    )
 
 
 def _kafka_settings(source: KafkaSource, reveal_secrets: bool) -> str:

@@ -27,6 +27,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -35,6 +36,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 
 from consumer import offsets
 from consumer.kafka_engine import errors_pump, pump, queue
+from consumer.placement import Placement
 from consumer.registry import schema_id
 from schemas.errors import ConfigError, ServiceUnavailableError
 from schemas.target import Target
@@ -67,18 +69,23 @@ def built_from(client: Client, target: Target) -> Built | None:
 
 
 def evolve(
-    client: Client, kafka: Mapping[str, Any], target: Target, topic: str, group: str, latest: int
+    placement: Placement,
+    kafka: Mapping[str, Any],
+    target: Target,
+    topic: str,
+    group: str,
+    latest: int,
 ) -> str:
-    """Steps 1-3 when the target's Kafka table was made from an older schema than latest;
-    returns the group the Kafka table is to read with."""
-    built = built_from(client, target)
+    """Steps 1-3 when the target's Kafka table was made from an older schema than latest
+    (on every server that holds one); returns the group the Kafka table is to read with."""
+    built = built_from(placement.client, target)
     if built is None or built.schema_id >= latest:
         return built.group if built is not None and built.group else group
     for view in (pump(target), errors_pump(target)):  # 1.
-        client.command(f"DROP VIEW IF EXISTS {view.name} SYNC")
+        placement.ddl(partial(_drop, "VIEW", view))
     old = built.group or group
     start = starts(kafka, old, topic, built.schema_id)  # 2.
-    client.command(f"DROP TABLE IF EXISTS {queue(target).name} SYNC")
+    placement.ddl(partial(_drop, "TABLE", queue(target)))
     new = f"{group}-{latest}"
     if not built.schema_id:
         log.warning(
@@ -93,6 +100,10 @@ def evolve(
         extra={"table": queue(target).name, "from": built.schema_id, "to": latest, "group": new},
     )
     return new
+
+
+def _drop(kind: str, table: Target, on_cluster: str) -> str:
+    return f"DROP {kind} IF EXISTS {table.name}{on_cluster} SYNC"
 
 
 def starts(kafka: Mapping[str, Any], group: str, topic: str, built: int) -> list[TopicPartition]:

@@ -6,12 +6,14 @@ and applied to ClickHouse after the target table is created or checked as the co
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from consumer import history, offsets, table
-from consumer.kafka_engine import KafkaSource, statements
+from consumer.kafka_engine import KafkaSource, engine_statements, statements
 from consumer.kafka_engine_evolve import evolve
 from consumer.kafka_engine_rebuild import rebuilt_group
+from consumer.placement import Placement
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from consumer.table_check import Columns
@@ -33,6 +35,7 @@ class Plan:
     source: KafkaSource
     partition_by: str = ""
     schema_id: int = 0  # the value schema the columns come from: the topic's latest
+    shard_by: tuple[str, ...] = ()  # on a cluster, the primary key
 
     def statements(self, reveal_secrets: bool = False) -> list[str]:
         return statements(
@@ -45,6 +48,13 @@ class Plan:
             reveal_secrets,
             self.partition_by,
             self.schema_id,
+            self.shard_by,
+        )
+
+    def engine_ddl(self, on_cluster: str) -> list[str]:
+        """The engine's DDL, secrets revealed, for an ON CLUSTER clause ("": none)."""
+        return engine_statements(
+            self.target, self.inputs, self.source, True, self.schema_id, on_cluster
         )
 
 
@@ -60,7 +70,7 @@ def plan(
         settings.kafka, topic, group, settings.registry_url_for_clickhouse()
     )
     return Plan(
-        Target(settings.clickhouse.database, settings.consumer.target_table),
+        settings.target(),
         clickhouse_columns(value_schema, nullable_tuple),
         input_columns(value_schema, nullable_tuple),
         schemas.order_by(topic, settings.consumer.primary_key),
@@ -77,6 +87,7 @@ def plan(
         ),
         settings.consumer.partition_by,
         schema_id,
+        tuple(schemas.key_fields(topic) or ()),
     )
 
 
@@ -99,20 +110,28 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         chosen = replace(chosen, source=replace(chosen.source, group=moved))
     _first_read(settings.kafka.client_config(), chosen.source.topic, chosen.source.group)
     with sorted_errors(settings.clickhouse.url):
+        placement = Placement.of(settings.clickhouse, client)
         table.ensure(
-            client,
+            placement,
             chosen.target,
             chosen.columns,
             chosen.order_by,
             chosen.dedup_window,
             chosen.partition_by,
+            chosen.shard_by,
         )
         kafka = settings.kafka.client_config()
         source = chosen.source
-        group = evolve(client, kafka, chosen.target, source.topic, source.group, chosen.schema_id)
+        group = evolve(
+            placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
+        )
         chosen = replace(chosen, source=replace(source, group=group))
-        for statement in chosen.statements(reveal_secrets=True)[2:]:
-            client.command(statement)
+        for index in range(len(chosen.engine_ddl(""))):
+            placement.ddl(partial(_nth, chosen, index))
+
+
+def _nth(chosen: Plan, index: int, on_cluster: str) -> str:
+    return chosen.engine_ddl(on_cluster)[index]
 
 
 def _first_read(kafka: dict[str, Any], topic: str, group: str) -> None:

@@ -14,7 +14,9 @@ A rebuild never stops the readers of the table, and never swaps in a partial one
    then the group catches up;
 3. mark the shadow with the generation it holds (consumer/generation.py), swap it in
    atomically: EXCHANGE TABLES (RENAME when there was no table), and refresh the
-   `<table>_current` view for the new columns;
+   `<table>_current` view for the new columns. On a cluster, the shards' local tables are
+   swapped (ON CLUSTER, or server by server), and the Distributed table is made again
+   over them with the new columns;
 4. catch up once more with the same group, now into the swapped-in table, so changes that
    arrived during the swap are not left in the old table;
 5. drop the old table (now the shadow) and the shadow's view;
@@ -28,13 +30,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-
-from clickhouse_connect.driver.client import Client
+from functools import partial
 
 from consumer import fill, offsets, table
 from consumer.fill import Source
 from consumer.generation import mark
 from consumer.loop import Pipeline
+from consumer.placement import Placement, distributed_sql
+from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from schemas.errors import ConfigError
 from schemas.target import Target
@@ -79,9 +82,10 @@ def bootstrap(settings: ConsumerSettings) -> Rebuilt:
 
 
 def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: bool) -> Rebuilt:
-    target = Target(settings.clickhouse.database, settings.consumer.target_table)
+    target = settings.target()
     shadow = target.renamed(target.table + SHADOW_SUFFIX)
     live, kafka = settings.consumer.group, settings.kafka.client_config()
+    topic = settings.consumer.topic
     group = group or f"{live}-rebuild-{int(time.time())}"
     if move_live and offsets.members(kafka, live):  # 0.
         raise ConfigError(
@@ -89,27 +93,32 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
             "then rebuild; the rebuild moves the group to where the new table ends"
         )
     client, took = connect(settings.clickhouse), dict[str, float]()
-    _drop(client, shadow)  # 1.
+    placement = Placement.of(settings.clickhouse, client)
+    _drop(placement, shadow)  # 1.
     try:
         with _timed(took, "fill"):
             filled = fill.fill(settings, shadow, group, source)  # 2.
         with _timed(took, "catch_up"):
             _catch_up(settings, shadow, group)
     except BaseException:
-        _drop(client, shadow)  # nothing half-filled is left behind
+        _drop(placement, shadow)  # nothing half-filled is left behind
         raise
     with _timed(took, "swap"):
-        existed = existing_columns(client, target) is not None
-        mark(client, shadow, filled.generation)  # 3.
+        existed = existing_columns(client, target.local) is not None
+        mark(placement, shadow, filled.generation)  # 3.
+        live_local, shadow_local = target.local.name, shadow.local.name
         if existed:
-            client.command(f"EXCHANGE TABLES {target.name} AND {shadow.name}")
+            placement.ddl(lambda on: f"EXCHANGE TABLES {live_local} AND {shadow_local}{on}")
         else:
-            client.command(f"RENAME TABLE {shadow.name} TO {target.name}")
-        client.command(table.current_view_sql(target))
+            placement.ddl(lambda on: f"RENAME TABLE {shadow_local} TO {live_local}{on}")
+        if target.cluster:
+            shard_by = Schemas(settings.schema_registry.client_config()).key_fields(topic)
+            placement.ddl(partial(distributed_sql, target, shard_by or [], replace=True))
+        placement.ddl(partial(table.current_view_sql, target))
     with _timed(took, "catch_up_after_swap"):
         _catch_up(settings, target, group)  # 4.
     with _timed(took, "drop_and_move"):
-        _drop(client, shadow)  # 5.
+        _drop(placement, shadow)  # 5.
         if move_live:  # 6.
             offsets.copy(kafka, settings.consumer.topic, group, live)
     rows = int(str(client.command(f"SELECT count() FROM {target.name}")))  # noqa: S608 - quoted
@@ -146,6 +155,11 @@ def _catch_up(settings: ConsumerSettings, into: Target, group: str) -> None:
     Pipeline(settings.model_copy(update={"consumer": section}), until_caught_up=True).run()
 
 
-def _drop(client: Client, shadow: Target) -> None:
-    client.command(f"DROP VIEW IF EXISTS {shadow.current_view} SYNC")
-    client.command(f"DROP TABLE IF EXISTS {shadow.name} SYNC")
+def _drop(placement: Placement, shadow: Target) -> None:
+    placement.ddl(lambda on: f"DROP VIEW IF EXISTS {shadow.current_view}{on} SYNC")
+    for each in {shadow, shadow.local}:  # on a cluster, the Distributed table and its shards'
+        placement.ddl(partial(_drop_table, each))
+
+
+def _drop_table(table: Target, on_cluster: str) -> str:
+    return f"DROP TABLE IF EXISTS {table.name}{on_cluster} SYNC"

@@ -24,6 +24,7 @@ from pydantic import Field, SecretStr, ValidationError, model_validator
 
 from consumer.section import ONE_TABLE_KEYS, ConsumerSection
 from schemas.errors import ConfigError
+from schemas.target import Target
 from services.settings import ConnectionSettings
 from services.storage import StorageSettings
 from services.tables import TableEntry, own_sections, unique_topics
@@ -102,6 +103,11 @@ class ConsumerSettings(ConnectionSettings):
                 "pass --topic NAME to choose one"
             )
         return self.for_topic(self.listed()[0])
+
+    def target(self) -> Target:
+        """The topic's ClickHouse table (on a cluster, its Distributed table)."""
+        c = self.clickhouse
+        return Target(c.database, self.consumer.target_table, c.cluster)
 
     def kafka_for_clickhouse(self) -> str:
         return self.consumer.kafka_for_clickhouse or self.kafka.bootstrap_servers

@@ -27,7 +27,6 @@ from consumer.settings import ConsumerSettings
 from consumer.writer import BatchWriter
 from schemas.errors import TransientError
 from schemas.naming import dlq_topic
-from schemas.target import Target
 from services.kafka_errors import build
 from services.retry import Stopped, retrying
 
@@ -110,7 +109,7 @@ def _wait_for_writer(
 def _writer(settings: ConsumerSettings, dead_letters: DeadLetters) -> BatchWriter:
     """The table created or checked, and the dead-letter topic too."""
     schemas = Schemas(settings.schema_registry.client_config())
-    target = Target(settings.clickhouse.database, settings.consumer.target_table)
+    target = settings.target()
     writer = BatchWriter.create(settings, target, schemas, dead_letters)
     largest = settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM
     ensure_topic(settings.kafka.client_config(), dlq_topic(settings.consumer.topic), 1, largest)

@@ -87,7 +87,7 @@ class Status:
 def status(settings: ConsumerSettings) -> Status:
     c = settings.consumer
     found = offsets.positions(settings.kafka.client_config(), c.group, c.topic)
-    target = Target(settings.clickhouse.database, c.target_table)
+    target = settings.target()
     client = connect(settings.clickhouse)
     rows = current = version = None
     generation = Progress(settings.kafka.client_config(), c.topic).read().generation

@@ -5,17 +5,20 @@
     [PARTITION BY <expression>] ORDER BY (<key>)
 
 and a view `<t>_current` that reads FINAL without deleted rows. Every identifier is quoted;
-the PARTITION BY expression is the setting's, as written. How an existing table's columns
-compare with the schema's is consumer/table_check.py.
+the PARTITION BY expression is the setting's, as written. On a cluster the table is made on
+every shard, behind a Distributed table, through the DDL of consumer/placement.py. How an
+existing table's columns compare with the schema's is consumer/table_check.py.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import partial
 
 from clickhouse_connect.driver.client import Client
 
+from consumer.placement import ENGINE, Placement, distributed_sql
 from consumer.table_check import Columns, additions, grown, same_partition
 from schemas.changes import IS_DELETED, IS_DELETED_SQL, UPDATE_PREIMAGE, VERSION, VERSION_SQL
 from schemas.clickhouse import quote
@@ -29,64 +32,99 @@ def create_table_sql(
     order_by: Sequence[str],
     dedup_window: int,
     partition_by: str = "",
+    on_cluster: str = "",
+    engine: str = ENGINE,
 ) -> str:
     body = ",\n    ".join(f"{quote(name)} {kind}" for name, kind in columns)
     key = ", ".join(quote(name) for name in order_by)
     partition = f"PARTITION BY {partition_by}\n" if partition_by else ""
+    window = "replicated" if engine.startswith("Replicated") else "non_replicated"
     return (
-        f"CREATE TABLE IF NOT EXISTS {target.name} (\n    {body},\n"
+        f"CREATE TABLE IF NOT EXISTS {target.name}{on_cluster} (\n    {body},\n"
         f"    {quote(VERSION)} UInt64 MATERIALIZED {VERSION_SQL},\n"
         f"    {quote(IS_DELETED)} UInt8 MATERIALIZED {IS_DELETED_SQL}\n)\n"
-        f"ENGINE = ReplacingMergeTree({quote(VERSION)}, {quote(IS_DELETED)})\n"
+        f"ENGINE = {engine}\n"
         f"{partition}ORDER BY ({key})\n"
-        f"SETTINGS non_replicated_deduplication_window = {dedup_window}"
+        f"SETTINGS {window}_deduplication_window = {dedup_window}"
     )
 
 
-def current_view_sql(target: Target) -> str:
+def current_view_sql(target: Target, on_cluster: str = "") -> str:
     """Recreated after every ALTER: a view's columns are fixed when it is created."""
     return (
-        f"CREATE OR REPLACE VIEW {target.current_view} AS "  # noqa: S608 - quoted names
+        f"CREATE OR REPLACE VIEW {target.current_view}{on_cluster} AS "  # noqa: S608
         f"SELECT * FROM {target.name} FINAL WHERE {quote(IS_DELETED)} = 0"
     )
 
 
-def add_columns_sql(target: Target, new: Columns) -> str:
+def add_columns_sql(target: Target, new: Columns, on_cluster: str = "") -> str:
     adds = ", ".join(f"ADD COLUMN IF NOT EXISTS {quote(name)} {kind}" for name, kind in new)
-    return f"ALTER TABLE {target.name} {adds}"
+    return f"ALTER TABLE {target.name}{on_cluster} {adds}"
+
+
+def modify_columns_sql(target: Target, grown: Columns, on_cluster: str = "") -> str:
+    """ClickHouse converts the stored values in a mutation."""
+    changes = ", ".join(f"MODIFY COLUMN {quote(name)} {kind}" for name, kind in grown)
+    return f"ALTER TABLE {target.name}{on_cluster} {changes}"
+
+
+def delete_rule_sql(target: Target, on_cluster: str = "") -> str:
+    return (
+        f"ALTER TABLE {target.name}{on_cluster} MODIFY COLUMN {quote(IS_DELETED)} UInt8 "
+        f"MATERIALIZED {IS_DELETED_SQL}"
+    )
 
 
 def ensure(
-    client: Client,
+    placement: Placement,
     target: Target,
     columns: Columns,
     order_by: Sequence[str],
     dedup_window: int,
     partition_by: str = "",
+    shard_by: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
     """Create the table and view when missing, else check them, add new columns and grow
-    widened ones and structs that gained fields. Returns the columns added or grown."""
-    existing = existing_columns(client, target)
+    widened ones and structs that gained fields. Returns the columns added or grown.
+    On a cluster, `shard_by` (the primary key) shards the Distributed table."""
+    client, local, engine = placement.client, target.local, placement.engine()
+    existing = existing_columns(client, local)
     if existing is None:
-        client.command(create_table_sql(target, columns, order_by, dedup_window, partition_by))
-        client.command(current_view_sql(target))
+        placement.ddl(
+            lambda on: create_table_sql(
+                local, columns, order_by, dedup_window, partition_by, on, engine
+            )
+        )
+    if target.cluster and existing_columns(client, target) is None:
+        placement.ddl(lambda on: distributed_sql(target, shard_by or order_by, on))
+    if existing is None:
+        placement.ddl(lambda on: current_view_sql(target, on))
         return []
-    check_engine(client, target, dedup_window, partition_by)
-    follow_delete_rule(client, target)
+    check_engine(placement, local, dedup_window, partition_by)
+    follow_delete_rule(placement, target)
     new, modified = additions(target, existing, columns), grown(existing, columns)
-    if new:
-        client.command(add_columns_sql(target, new))
-    for name, kind in modified:  # ClickHouse converts the stored values in a mutation
-        client.command(f"ALTER TABLE {target.name} MODIFY COLUMN {quote(name)} {kind}")
+    for table in _tables(target):
+        if new:
+            placement.ddl(partial(add_columns_sql, table, new))
+        if modified:
+            placement.ddl(partial(modify_columns_sql, table, modified))
     if new or modified:
-        client.command(current_view_sql(target))
+        placement.ddl(lambda on: current_view_sql(target, on))
     return new + modified
 
 
-def check_engine(client: Client, target: Target, dedup_window: int, partition_by: str = "") -> None:
+def _tables(target: Target) -> tuple[Target, ...]:
+    """The tables whose columns follow the schema: the local one, and a Distributed one."""
+    return (target.local, target) if target.cluster else (target,)
+
+
+def check_engine(
+    placement: Placement, target: Target, dedup_window: int, partition_by: str = ""
+) -> None:
     """An existing table must be a ReplacingMergeTree, partitioned by `partition_by` when it
     is set; one without an insert deduplication window gets one, or a retried insert would
     double its rows."""
+    client = placement.client
     [(engine, full, partition_key)] = client.query(
         "SELECT engine, engine_full, partition_key FROM system.tables "
         "WHERE database = {db:String} AND name = {t:String}",
@@ -105,26 +143,23 @@ def check_engine(client: Client, target: Target, dedup_window: int, partition_by
         )
     window = re.search(r"non_replicated_deduplication_window = (\d+)", full)
     if not engine.startswith("Replicated") and (window is None or int(window[1]) == 0):
-        client.command(
-            f"ALTER TABLE {target.name} MODIFY SETTING "
-            f"non_replicated_deduplication_window = {dedup_window}"
-        )
+        setting = f"MODIFY SETTING non_replicated_deduplication_window = {dedup_window}"
+        placement.ddl(lambda on: f"ALTER TABLE {target.name}{on} {setting}")
 
 
-def follow_delete_rule(client: Client, target: Target) -> None:
+def follow_delete_rule(placement: Placement, target: Target) -> None:
     """A table made when an update's preimage did not delete its key gets the contract's
     _is_deleted expression; rows it already holds keep theirs (none is a preimage unless
     the topic was published with include_preimage)."""
-    expression = client.command(
+    local = target.local
+    expression = placement.client.command(
         "SELECT default_expression FROM system.columns "
         "WHERE database = {db:String} AND table = {t:String} AND name = {c:String}",
-        parameters={"db": target.database, "t": target.table, "c": IS_DELETED},
+        parameters={"db": local.database, "t": local.table, "c": IS_DELETED},
     )
     if UPDATE_PREIMAGE not in str(expression):
-        client.command(
-            f"ALTER TABLE {target.name} MODIFY COLUMN {quote(IS_DELETED)} UInt8 "
-            f"MATERIALIZED {IS_DELETED_SQL}"
-        )
+        for table in _tables(target):
+            placement.ddl(partial(delete_rule_sql, table))
 
 
 def nullable_tuples(client: Client) -> bool:

@@ -19,6 +19,7 @@ from consumer.batch import PartitionBatch, Written
 from consumer.column_types import extends
 from consumer.dlq import DeadLetters
 from consumer.kafka import topic_id
+from consumer.placement import Placement
 from consumer.registry import HEADER, Schemas, schema_id
 from consumer.settings import ConsumerSettings
 from consumer.sink import Sink
@@ -42,8 +43,12 @@ class BatchWriter:
         dedup_window: int,
         kafka_config: dict[str, Any],
         partition_by: str = "",
+        placement: Placement | None = None,
+        shard_by: Sequence[str] = (),
     ) -> None:
         self.sink = sink
+        self.placement = placement or Placement(sink.client)
+        self.shard_by = list(shard_by)  # a cluster's sharding key: the primary key
         self.schemas = schemas
         self.dead_letters = dead_letters
         self.order_by = list(order_by)
@@ -69,6 +74,8 @@ class BatchWriter:
         order_by = schemas.order_by(topic, settings.consumer.primary_key)
         found_id = topic_id(settings.kafka.client_config(), topic)
         sink = Sink(client, target, settings.registry_url_for_clickhouse(), found_id)
+        with sorted_errors():
+            placement = Placement.of(settings.clickhouse, client)
         writer = cls(
             sink,
             schemas,
@@ -77,6 +84,8 @@ class BatchWriter:
             settings.consumer.deduplication_window,
             settings.kafka.client_config(),
             settings.consumer.partition_by,
+            placement,
+            schemas.key_fields(topic) or order_by,
         )
         writer.prepare(schemas.latest_value(topic)[1])
         return writer
@@ -89,7 +98,13 @@ class BatchWriter:
                 self.nullable_tuple = table.nullable_tuples(client)
             wanted = clickhouse_columns(value_schema, self.nullable_tuple)
             added = table.ensure(
-                client, target, wanted, self.order_by, self.dedup_window, self.partition_by
+                self.placement,
+                target,
+                wanted,
+                self.order_by,
+                self.dedup_window,
+                self.partition_by,
+                self.shard_by,
             )
         if added:
             log.info("added columns", extra={"table": target.name, "columns": added})

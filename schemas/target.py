@@ -14,6 +14,8 @@ from schemas.clickhouse import quote
 from schemas.errors import TerminalError
 
 REBUILD_HINT = "rebuild the table from the topic: cdfbridge-consumer rebuild"
+# On a cluster, the table on each shard that a Distributed table of the target's name reads.
+LOCAL_SUFFIX = "_local"
 
 
 class SchemaMismatchError(TerminalError):
@@ -23,8 +25,12 @@ class SchemaMismatchError(TerminalError):
 
 @dataclass(frozen=True)
 class Target:
+    """`table` is what readers query and the consumer inserts into. On a cluster it is a
+    Distributed table, and the rows are stored in `local` on each shard."""
+
     database: str
     table: str
+    cluster: str = ""
 
     @property
     def name(self) -> str:
@@ -34,5 +40,10 @@ class Target:
     def current_view(self) -> str:
         return f"{quote(self.database)}.{quote(self.table + '_current')}"
 
+    @property
+    def local(self) -> Target:
+        """The table that stores the rows: this one, or on a cluster each shard's."""
+        return Target(self.database, self.table + LOCAL_SUFFIX) if self.cluster else self
+
     def renamed(self, table: str) -> Target:
-        return Target(self.database, table)
+        return Target(self.database, table, self.cluster)

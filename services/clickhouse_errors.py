@@ -24,7 +24,7 @@ from schemas.errors import CdfBridgeError, ConfigError, ServiceUnavailableError,
 from services.tls_errors import TlsError, tls_failure
 
 # Server error codes that a retry of the same insert can get past.
-TRANSIENT_CODES = frozenset({159, 164, 202, 203, 209, 210, 241, 242, 252, 425, 999})
+TRANSIENT_CODES = frozenset({159, 164, 202, 203, 209, 210, 241, 242, 252, 279, 425, 999})
 # Codes of an insert whose data ClickHouse could not read or store.
 DATA_CODES = frozenset({6, 27, 32, 33, 36, 38, 41, 43, 53, 69, 70, 72, 86, 117, 321, 407, 1000})
 # ClickHouse could not fetch a schema from the registry: poison only if the id is unknown.

@@ -152,6 +152,13 @@ class ClickHouseSettings(Section):
     """The CA bundle (PEM) that signed an https URL's certificate, when not the system's."""
     tls_verify: bool = True
     """Verify an https URL's certificate and host name; false only on purpose."""
+    cluster: str = ""
+    """A cluster of the server's remote_servers: each target is then a table on every shard
+    (Replicated where the server has Keeper) behind a Distributed table of the target's
+    name, sharded by the primary key's hash (docs/deployment.md)."""
+    node_urls: list[str] = Field(default_factory=list)
+    """Every server of `cluster`, as HTTP(S) URLs, where the server has no Keeper and so no
+    ON CLUSTER: the consumer runs its DDL on each of them."""
 
     def tls(self) -> dict[str, Any]:
         """clickhouse-connect's TLS arguments."""

@@ -23,6 +23,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 
 from schemas.changes import METADATA_COLUMNS
 from schemas.clickhouse import quote
+from schemas.errors import ConfigError
 from schemas.target import Target
 from services.clickhouse_client import connect, existing_columns
 from services.progress_topic import Progress
@@ -38,11 +39,16 @@ POLL_SECONDS = 1.0
 def verify(settings: VerifySettings) -> Report:
     s = settings.verify
     client = connect(settings.clickhouse)
-    target = Target(settings.clickhouse.database, s.target_table)
+    target = Target(settings.clickhouse.database, s.target_table, settings.clickhouse.cluster)
     deadline = time.monotonic() + s.wait_seconds
     columns = _until(deadline)(_target_columns, client, target)
     _until(deadline)(_version, settings)
-    keys = s.primary_key or _sorting_key(client, target)
+    keys = s.primary_key or _sorting_key(client, target.local)
+    if not keys:
+        raise ConfigError(
+            f"cannot tell the key of {target.name} (its table has no ORDER BY columns): pass "
+            "--primary-key, or set clickhouse.cluster when it is a Distributed table"
+        )
     staging = Target(target.database, f"{target.table}__verify_{uuid.uuid4().hex[:8]}")
     staged: int | None = None
     try:
