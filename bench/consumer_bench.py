@@ -9,6 +9,8 @@ then, in the same run and with the same batch limits (100k rows or --batch-secon
 and prints both and their ratio. Run against the local stack:
 
     .venv/bin/python bench/consumer_bench.py --rows 1000000
+
+bench/consumer_shards_bench.py compares one server with a cluster of two shards.
 """
 
 from __future__ import annotations
@@ -164,21 +166,31 @@ class Figures:
 
 
 def python_consumer(
-    args: argparse.Namespace, topic: str, database: str, clickhouse: Any
+    args: argparse.Namespace,
+    topic: str,
+    database: str,
+    clickhouse: Any,
+    run: str = "python",
+    extra: dict[str, str] | None = None,
 ) -> Figures:
-    """`cdfbridge-consumer run` as a service: from its start until ClickHouse holds every
-    row; then SIGTERM, and the peak RSS of the finished process."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CDFBRIDGE_")} | {
-        "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": args.kafka,
-        "CDFBRIDGE_SCHEMA_REGISTRY__URL": args.registry,
-        "CDFBRIDGE_CLICKHOUSE__URL": args.clickhouse,
-        "CDFBRIDGE_CLICKHOUSE__DATABASE": database,
-        "CDFBRIDGE_CONSUMER__TOPIC": topic,
-        "CDFBRIDGE_CONSUMER__GROUP": f"{topic}-python",
-        "CDFBRIDGE_CONSUMER__TABLE": "by_python",
-        "CDFBRIDGE_CONSUMER__BATCH_SECONDS": str(args.batch_seconds),
-        "CDFBRIDGE_CONSUMER__METRICS_PORT": "0",
-    }
+    """`cdfbridge-consumer run` as a service, in a group of its own (`run`): from its start
+    until ClickHouse holds every row; then SIGTERM, and the peak RSS of the finished
+    process. `extra` env vars put its table elsewhere (a cluster)."""
+    env = (
+        {k: v for k, v in os.environ.items() if not k.startswith("CDFBRIDGE_")}
+        | {
+            "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": args.kafka,
+            "CDFBRIDGE_SCHEMA_REGISTRY__URL": args.registry,
+            "CDFBRIDGE_CLICKHOUSE__URL": args.clickhouse,
+            "CDFBRIDGE_CLICKHOUSE__DATABASE": database,
+            "CDFBRIDGE_CONSUMER__TOPIC": topic,
+            "CDFBRIDGE_CONSUMER__GROUP": f"{topic}-{run}",
+            "CDFBRIDGE_CONSUMER__TABLE": "by_python",
+            "CDFBRIDGE_CONSUMER__BATCH_SECONDS": str(args.batch_seconds),
+            "CDFBRIDGE_CONSUMER__METRICS_PORT": "0",
+        }
+        | (extra or {})
+    )
     started = time.monotonic()
     process = subprocess.Popen(  # noqa: S603 - our own CLI
         [sys.executable, "-m", "consumer", "--log-level", "WARNING", "run"], env=env

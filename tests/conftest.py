@@ -141,3 +141,30 @@ def spark_cluster() -> Iterator[str]:
     services.up(settings, names)
     yield settings.spark_master_url
     services.down(settings, [n for n in names if n not in already_up])
+
+
+@pytest.fixture(scope="session")
+def clickhouse_cluster() -> Iterator[tuple[str, ...]]:
+    """The HTTP URLs of the local cluster's two shards (`cdfbridge-stack up cluster`)."""
+    from stack import services
+    from stack.cluster import NAMES
+    from stack.settings import StackSettings
+
+    settings = StackSettings()
+    already_up = {s.name for s in services.status(settings) if s.ready}
+    services.up(settings, NAMES)
+    yield tuple(settings.shard_url(n) for n in (1, 2))
+    services.down(settings, [n for n in NAMES if n not in already_up])
+
+
+@pytest.fixture
+def cluster_database(clickhouse_cluster: tuple[str, ...]) -> Iterator[str]:
+    name = unique("cluster")
+    from tests.integration.cluster_support import shard_clients
+
+    shards = shard_clients(clickhouse_cluster)
+    for shard in shards:
+        shard.command(f"CREATE DATABASE `{name}`")
+    yield name
+    for shard in shards:
+        shard.command(f"DROP DATABASE IF EXISTS `{name}` SYNC")
