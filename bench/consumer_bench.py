@@ -54,12 +54,19 @@ TABLE = {
 }
 
 
-def main() -> None:
-    args = parser().parse_args()
+def new_topic(args: argparse.Namespace) -> tuple[Any, str]:
+    """An admin client, and a fresh topic of args.partitions partitions (also the name of
+    the benchmark's database)."""
     topic = f"bench_{uuid.uuid4().hex[:8]}"
-    database = topic
     admin = AdminClient({"bootstrap.servers": args.kafka})
     admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(timeout=30)
+    return admin, topic
+
+
+def main() -> None:
+    args = parser().parse_args()
+    admin, topic = new_topic(args)
+    database = topic
     clickhouse = clickhouse_connect.get_client(dsn=args.clickhouse)
     clickhouse.command(f"CREATE DATABASE `{database}`")
     try:

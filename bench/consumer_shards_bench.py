@@ -14,11 +14,9 @@ shards share the machine's cores, so no speed-up is expected).
 from __future__ import annotations
 
 import json
-import uuid
 
 import clickhouse_connect
-from confluent_kafka.admin import AdminClient, NewTopic
-from consumer_bench import fill, parser, python_consumer
+from consumer_bench import fill, new_topic, parser, python_consumer
 from output import bars, save
 
 from stack.cluster import CLUSTER
@@ -27,10 +25,8 @@ from stack.settings import StackSettings
 
 def main() -> None:
     args = parser().parse_args()
-    topic = f"bench_{uuid.uuid4().hex[:8]}"
+    admin, topic = new_topic(args)
     database = topic
-    admin = AdminClient({"bootstrap.servers": args.kafka})
-    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(timeout=30)
     stack = StackSettings()
     urls = [stack.shard_url(n) for n in (1, 2)]
     servers = [clickhouse_connect.get_client(dsn=url) for url in (args.clickhouse, *urls)]
