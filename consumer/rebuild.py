@@ -112,8 +112,11 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
         else:
             placement.ddl(lambda on: f"RENAME TABLE {shadow_local} TO {live_local}{on}")
         if target.cluster:
-            shard_by = Schemas(settings.schema_registry.client_config()).key_fields(topic)
-            placement.ddl(partial(distributed_sql, target, shard_by or [], replace=True))
+            schemas = Schemas(settings.schema_registry.client_config())
+            key = schemas.key_fields(topic) or schemas.order_by(
+                topic, settings.consumer.primary_key
+            )
+            placement.ddl(partial(distributed_sql, target, key, replace=True))
         placement.ddl(partial(table.current_view_sql, target))
     with _timed(took, "catch_up_after_swap"):
         _catch_up(settings, target, group)  # 4.
