@@ -31,6 +31,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from consumer import lake_structs
 from consumer.lake import LakeTable, LakeUnreadableError
+from consumer.placement import insert_settings
 from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, SNAPSHOT
 from schemas.clickhouse import literal, quote
 from schemas.errors import TerminalError
@@ -106,9 +107,8 @@ def _load(
         # The reader's own types, converted by the insert: asked for the table's
         # Nullable(Tuple), ClickHouse's Parquet reader refuses a struct column.
         "use_structure_from_insertion_table_in_table_functions": 0,
+        **insert_settings(into),
     }
-    if into.cluster:  # every shard has its rows when the insert returns
-        settings["distributed_foreground_insert"] = 1
     parameters, asked = lake.query_parameters(point.version), time.monotonic()
     described = client.query(
         f"DESCRIBE TABLE {lake.table_sql()}", parameters=parameters, settings=settings

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
-from consumer.placement import ENGINE, distributed_sql
+from consumer.placement import distributed_sql, engine, on_cluster
 from consumer.table import create_table_sql, current_view_sql
 from consumer.table_check import Columns
 from schemas.clickhouse import InputColumn, literal, quote
@@ -110,10 +110,10 @@ def statements(
     """The DDL, in the order to run it: the target's tables (on a cluster, as a cluster with
     Keeper takes them: ON CLUSTER, Replicated), then the engine's; SASL passwords are
     masked unless revealed."""
-    on = f" ON CLUSTER {quote(target.cluster)}" if target.cluster else ""
-    engine = f"Replicated{ENGINE}" if target.cluster else ENGINE
+    on = on_cluster(target.cluster) if target.cluster else ""
+    kind = engine(replicated=bool(target.cluster))
     tables = [
-        create_table_sql(target.local, columns, order_by, dedup_window, partition_by, on, engine)
+        create_table_sql(target.local, columns, order_by, dedup_window, partition_by, on, kind)
     ]
     if target.cluster:
         tables.append(distributed_sql(target, shard_by or order_by, on))

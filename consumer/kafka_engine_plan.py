@@ -6,7 +6,6 @@ and applied to ClickHouse after the target table is created or checked as the co
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from consumer import history, offsets, table
@@ -87,7 +86,7 @@ def plan(
         ),
         settings.consumer.partition_by,
         schema_id,
-        tuple(schemas.key_fields(topic) or ()),
+        tuple(schemas.shard_by(topic, settings.consumer.primary_key)),
     )
 
 
@@ -126,12 +125,7 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
             placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
         )
         chosen = replace(chosen, source=replace(source, group=group))
-        for index in range(len(chosen.engine_ddl(""))):
-            placement.ddl(partial(_nth, chosen, index))
-
-
-def _nth(chosen: Plan, index: int, on_cluster: str) -> str:
-    return chosen.engine_ddl(on_cluster)[index]
+        placement.ddl_each(chosen.engine_ddl)
 
 
 def _first_read(kafka: dict[str, Any], topic: str, group: str) -> None:

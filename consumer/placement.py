@@ -29,6 +29,22 @@ from services.settings import ClickHouseSettings
 ENGINE = "ReplacingMergeTree(`_version`, `_is_deleted`)"
 
 
+def on_cluster(cluster: str) -> str:
+    """The clause that makes a statement run on every server of `cluster` (Keeper's DDL)."""
+    return f" ON CLUSTER {quote(cluster)}"
+
+
+def engine(replicated: bool) -> str:
+    """The engine of the table that stores the rows."""
+    return f"Replicated{ENGINE}" if replicated else ENGINE
+
+
+def insert_settings(target: Target) -> dict[str, int]:
+    """An insert into a cluster's Distributed table returns once every shard has its rows
+    (each under the insert's dedup token), so a retry is a no-op where a shard has them."""
+    return {"distributed_foreground_insert": 1} if target.cluster else {}
+
+
 @dataclass(frozen=True)
 class Placement:
     client: Client  # the server the consumer inserts through and queries
@@ -66,17 +82,21 @@ class Placement:
 
     @property
     def on_cluster(self) -> str:
-        return f" ON CLUSTER {quote(self.cluster)}" if self.replicated else ""
+        return on_cluster(self.cluster) if self.replicated else ""
 
     def ddl(self, build: Callable[[str], str]) -> None:
         """Run the statement `build` makes for an ON CLUSTER clause ("" when the DDL runs
         server by server) on every server that holds the target."""
+        self.ddl_each(lambda clause: [build(clause)])
+
+    def ddl_each(self, build: Callable[[str], Sequence[str]]) -> None:
+        """Run the statements `build` makes, in order, as `ddl` runs one."""
         for client in self.nodes or (self.client,):
-            client.command(build(self.on_cluster))
+            for statement in build(self.on_cluster):
+                client.command(statement)
 
     def engine(self) -> str:
-        """The engine of the table that stores the rows."""
-        return f"Replicated{ENGINE}" if self.replicated else ENGINE
+        return engine(self.replicated)
 
 
 def distributed_sql(

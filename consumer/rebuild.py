@@ -113,9 +113,7 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
             placement.ddl(lambda on: f"RENAME TABLE {shadow_local} TO {live_local}{on}")
         if target.cluster:
             schemas = Schemas(settings.schema_registry.client_config())
-            key = schemas.key_fields(topic) or schemas.order_by(
-                topic, settings.consumer.primary_key
-            )
+            key = schemas.shard_by(topic, settings.consumer.primary_key)
             placement.ddl(partial(distributed_sql, target, key, replace=True))
         placement.ddl(partial(table.current_view_sql, target))
     with _timed(took, "catch_up_after_swap"):

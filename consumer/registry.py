@@ -88,6 +88,11 @@ class Schemas:
             )
         return found
 
+    def shard_by(self, topic: str, configured: list[str]) -> list[str]:
+        """A cluster's sharding key: the key schema's fields (never more columns, so all of
+        a key's changes reach one shard), else the ORDER BY."""
+        return self.key_fields(topic) or self.order_by(topic, configured)
+
     def _call(self, request: Any) -> Any:
         try:
             return request()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from clickhouse_connect.driver.client import Client
 from pydantic import SecretStr
 
+from consumer.placement import insert_settings
 from schemas.clickhouse import InputColumn, literal, quote
 from schemas.target import Target
 from services.clickhouse_errors import sorted_errors
@@ -44,12 +45,9 @@ class Sink:
             # Versions of a key are folded by merges and FINAL reads anyway; folding them in
             # every insert too costs about a third of its time.
             "optimize_on_insert": 0,
+            # On a cluster, through the Distributed table: each row to its key's shard.
+            **insert_settings(self.target),
         }
-        if self.target.cluster:
-            # Through the Distributed table, which routes each row to its key's shard: the
-            # insert returns once every shard has its rows, each under the same token, so
-            # a retry is a no-op where a shard has them already.
-            settings["distributed_foreground_insert"] = 1
         with sorted_errors():
             self.client.command(
                 insert_sql(self.target, columns), data=b"".join(values), settings=settings

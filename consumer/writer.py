@@ -85,7 +85,7 @@ class BatchWriter:
             settings.kafka.client_config(),
             settings.consumer.partition_by,
             placement,
-            schemas.key_fields(topic) or order_by,
+            schemas.shard_by(topic, settings.consumer.primary_key),
         )
         writer.prepare(schemas.latest_value(topic)[1])
         return writer

@@ -19,19 +19,30 @@ class ClickHouse(Service):
         return self.settings.clickhouse_url
 
     @property
+    def plain_url(self) -> str:
+        """The server's own HTTP URL (the secured stack's proxy is in front of `endpoint`)."""
+        return self.settings.clickhouse_plain_url
+
+    @property
     def ports(self) -> tuple[int, ...]:
+        """HTTP, then native TCP."""
         return (self.settings.clickhouse_http_port, self.settings.clickhouse_tcp_port)
 
     def prepare(self) -> None:
+        http_port, tcp_port = self.ports
         template = (TEMPLATES / "clickhouse.xml").read_text()
         (self.dir / "config.xml").write_text(
             template.format(
-                http_port=self.settings.clickhouse_http_port,
-                tcp_port=self.settings.clickhouse_tcp_port,
+                http_port=http_port,
+                tcp_port=tcp_port,
                 listen_host=self.settings.listen_host,
-                secure=self._secure_config(),
+                extra=self.extra_config(),
             )
         )
+
+    def extra_config(self) -> str:
+        """What config.xml adds to the plain server's: the secured stack's, here."""
+        return self._secure_config()
 
     def _secure_config(self) -> str:
         """The secured stack's: a named user with a password, `default` reduced,
@@ -54,4 +65,4 @@ class ClickHouse(Service):
 
     def probe(self) -> bool:
         # The server's own port: /ping asks no credentials, and the proxy has its own probe.
-        return http_ok(f"{self.settings.clickhouse_plain_url}/ping", expect=b"Ok.")
+        return http_ok(f"{self.plain_url}/ping", expect=b"Ok.")

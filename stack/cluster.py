@@ -11,7 +11,6 @@ clickhouse.node_urls) and no Replicated tables.
 from __future__ import annotations
 
 from stack.clickhouse import TEMPLATES, ClickHouse
-from stack.process import http_ok
 
 CLUSTER = "cdfbridge"
 SHARDS = 2
@@ -27,23 +26,16 @@ class Shard(ClickHouse):
         return self.settings.shard_url(self.number)
 
     @property
+    def plain_url(self) -> str:
+        return self.endpoint
+
+    @property
     def ports(self) -> tuple[int, ...]:
         offset = self.number - 1
         return (self.settings.cluster_http_port + offset, self.settings.cluster_tcp_port + offset)
 
-    def prepare(self) -> None:
-        http_port, tcp_port = self.ports
-        template = (TEMPLATES / "clickhouse.xml").read_text()
-        (self.dir / "config.xml").write_text(
-            template.format(
-                http_port=http_port,
-                tcp_port=tcp_port,
-                listen_host=self.settings.listen_host,
-                secure=self._cluster_config(),
-            )
-        )
-
-    def _cluster_config(self) -> str:
+    def extra_config(self) -> str:
+        """The cluster, the macros, and users.xml beside config.xml."""
         users = (TEMPLATES / "clickhouse-cluster-users.xml").read_text()
         (self.dir / "users.xml").write_text(users)
         shard = (
@@ -58,9 +50,6 @@ class Shard(ClickHouse):
             .read_text()
             .format(cluster=CLUSTER, shards=shards, shard=f"{self.number:02d}", replica=self.name)
         )
-
-    def probe(self) -> bool:
-        return http_ok(f"{self.endpoint}/ping", expect=b"Ok.")
 
 
 class Shard1(Shard):
