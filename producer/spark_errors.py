@@ -47,7 +47,7 @@ def driver_lost(exc: BaseException, found: Causes, stopped: Callable[[], bool]) 
     ran out of memory (found among exc's Java causes), or the SparkContext is stopped."""
     from py4j.protocol import Py4JNetworkError
 
-    if isinstance(exc, Py4JNetworkError | ConnectionRefusedError):
+    if isinstance(exc, Py4JNetworkError | ConnectionError):
         return first_line(exc)
     if found.out_of_memory:
         return OUT_OF_MEMORY

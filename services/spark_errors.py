@@ -90,8 +90,6 @@ def java_chain(exc: BaseException) -> Iterator[tuple[str, str | None]]:
     """(class name, error condition or None) of every Java throwable behind exc: py4j's and
     pyspark's wrappers, and each one's getCause() chain, Python causes included; nothing
     more once the JVM is gone."""
-    from py4j.protocol import Py4JError
-
     seen = 0
     for current in _python_chain(exc):
         throwable = _java_throwable(current)
@@ -99,29 +97,33 @@ def java_chain(exc: BaseException) -> Iterator[tuple[str, str | None]]:
             while throwable is not None and seen < MAX_DEPTH:
                 yield str(throwable.getClass().getName()), _condition(throwable)
                 throwable, seen = throwable.getCause(), seen + 1
-        except Py4JError:  # the JVM is gone: what it held cannot be asked any more
+        except jvm_gone():  # what the JVM held cannot be asked any more
             return
 
 
 def _condition(throwable: Any) -> str | None:
-    from py4j.protocol import Py4JError
-
     try:
         condition = throwable.getCondition()
-    except Py4JError:  # not a SparkThrowable
+    except jvm_gone():  # not a SparkThrowable (py4j's error), or the JVM is gone
         return None
     return None if condition is None else str(condition)
 
 
 def context_stopped(spark: SparkSession) -> bool:
     """Whether the session's SparkContext is stopped, or its JVM no longer answers."""
-    from py4j.protocol import Py4JError
-
     jsc = spark.sparkContext._jsc
     try:
         return jsc is None or bool(jsc.sc().isStopped())
-    except Py4JError:
+    except jvm_gone():
         return True
+
+
+def jvm_gone() -> tuple[type[Exception], ...]:
+    """What a py4j call raises when the JVM does not answer: py4j's errors, and the socket's
+    own (its pinned-thread client connects without wrapping ConnectionRefusedError)."""
+    from py4j.protocol import Py4JError
+
+    return (Py4JError, ConnectionError)
 
 
 def _python_chain(exc: BaseException) -> Iterator[BaseException]:
