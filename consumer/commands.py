@@ -36,6 +36,9 @@ def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> i
         chosen = kafka_engine.plan(each, group, args.num_consumers, nullable_tuple)
         if len(topics) > 1:
             print(f"-- topic {each.consumer.topic}\n")
+        if each.clickhouse.cluster and not chosen.keeper:
+            servers = ", ".join(each.clickhouse.node_urls)
+            print(f"-- a cluster without Keeper: run each statement on every server: {servers}\n")
         for statement in chosen.statements():
             print(f"{statement};\n")
         if args.apply:

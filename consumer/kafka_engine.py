@@ -106,12 +106,14 @@ def statements(
     partition_by: str = "",
     schema_id: int = 0,
     shard_by: Sequence[str] = (),
+    keeper: bool = True,
 ) -> list[str]:
-    """The DDL, in the order to run it: the target's tables (on a cluster, as a cluster with
-    Keeper takes them: ON CLUSTER, Replicated), then the engine's; SASL passwords are
-    masked unless revealed."""
-    on = on_cluster(target.cluster) if target.cluster else ""
-    kind = engine(replicated=bool(target.cluster))
+    """The DDL, in the order to run it: the target's tables, then the engine's; SASL
+    passwords are masked unless revealed. On a cluster with Keeper: ON CLUSTER, Replicated;
+    without (keeper=False): a ReplacingMergeTree per shard, the DDL to run on every server."""
+    replicated = bool(target.cluster) and keeper
+    on = on_cluster(target.cluster) if replicated else ""
+    kind = engine(replicated)
     tables = [
         create_table_sql(target.local, columns, order_by, dedup_window, partition_by, on, kind)
     ]

@@ -35,6 +35,7 @@ class Plan:
     partition_by: str = ""
     schema_id: int = 0  # the value schema the columns come from: the topic's latest
     shard_by: tuple[str, ...] = ()  # on a cluster, the primary key
+    keeper: bool = True  # on a cluster: False when its DDL runs server by server (node_urls)
 
     def statements(self, reveal_secrets: bool = False) -> list[str]:
         return statements(
@@ -48,6 +49,7 @@ class Plan:
             self.partition_by,
             self.schema_id,
             self.shard_by,
+            self.keeper,
         )
 
     def engine_ddl(self, on_cluster: str) -> list[str]:
@@ -87,6 +89,7 @@ def plan(
         settings.consumer.partition_by,
         schema_id,
         tuple(schemas.shard_by(topic, settings.consumer.primary_key)),
+        keeper=not settings.clickhouse.node_urls,
     )
 
 

@@ -51,6 +51,7 @@ def test_rewritten_keys_and_deletes_land_on_their_keys_shard_for_both_consumers(
     clickhouse_cluster: tuple[str, ...],
     cluster_database: str,
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from deltalake import DeltaTable
 
@@ -65,6 +66,9 @@ def test_rewritten_keys_and_deletes_land_on_their_keys_shard_for_both_consumers(
     monkeypatch.setenv("CDFBRIDGE_CLICKHOUSE__NODE_URLS", f'["{urls[0]}", "{urls[1]}"]')
     ddl = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
     assert main([*ddl, "kafka-engine-ddl", "--apply"]) == 0
+    printed = capsys.readouterr().out  # the DDL as it was run: server by server, no Keeper
+    assert "run each statement on every server" in printed
+    assert "ON CLUSTER" not in printed and "Replicated" not in printed
     first = shard_clients(urls)[0]
     wait_until_resolved_as(first, database, "by_kafka", "by_python", "region, id, name")
 

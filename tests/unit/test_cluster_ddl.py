@@ -2,7 +2,8 @@
 (`formatQuery`, in-process through chdb): ON CLUSTER everywhere, the rows in a
 ReplicatedReplacingMergeTree at the server's default replica path on each shard, a
 Distributed table of the target's name sharded by the primary key, and the Kafka engine's
-view writing into the Distributed table."""
+view writing into the Distributed table; without Keeper, the same tables with no ON CLUSTER
+and no replication."""
 
 from __future__ import annotations
 
@@ -26,9 +27,8 @@ def _formatted(statement: str) -> str:
         raise ValueError(f"ClickHouse cannot parse: {statement}\n{exc}") from exc
 
 
-@pytest.fixture(scope="module")
-def ddl() -> list[str]:
-    found = statements(
+def _statements(keeper: bool = True) -> list[str]:
+    return statements(
         Target("db", "orders", "main"),
         [("region", "String"), ("id", "Int64"), ("_change_type", "String")],
         [
@@ -40,8 +40,13 @@ def ddl() -> list[str]:
         100,
         SOURCE,
         shard_by=["region", "id"],
+        keeper=keeper,
     )
-    return [_formatted(statement) for statement in found]
+
+
+@pytest.fixture(scope="module")
+def ddl() -> list[str]:
+    return [_formatted(statement) for statement in _statements()]
 
 
 def test_every_statement_parses_and_names_the_cluster(ddl: list[str]) -> None:
@@ -81,3 +86,15 @@ def test_the_kafka_engine_writes_into_the_distributed_table(ddl: list[str]) -> N
 def test_a_statement_clickhouse_cannot_parse_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot parse"):
         _formatted("CREATE TABLE db.t ON CLUSTER (x Int8) ENGINE = Distributed(")
+
+
+def test_without_keeper_the_same_tables_are_made_server_by_server() -> None:
+    """No ON CLUSTER and no replication: the statements to run on each of node_urls."""
+    ddl = [_formatted(statement) for statement in _statements(keeper=False)]
+    assert len(ddl) == 7
+    assert not [statement for statement in ddl if "ON CLUSTER" in statement]
+    assert "ENGINE = ReplacingMergeTree(_version, _is_deleted)" in ddl[0]
+    assert ddl[1] == (
+        "CREATE TABLE IF NOT EXISTS db.orders AS db.orders_local\n"
+        "ENGINE = Distributed('main', 'db', 'orders_local', cityHash64(region, id))"
+    )
