@@ -52,5 +52,5 @@ def driver_lost(exc: BaseException, found: Causes, stopped: Callable[[], bool]) 
     if found.out_of_memory:
         return OUT_OF_MEMORY
     if stopped():
-        return "its SparkContext was shut down"
+        return "its SparkContext was shut down, or its JVM no longer answers"
     return None
