@@ -27,7 +27,6 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -82,10 +81,10 @@ def evolve(
     if built is None or built.schema_id >= latest:
         return built.group if built is not None and built.group else group
     for view in (pump(target), errors_pump(target)):  # 1.
-        placement.ddl(partial(_drop, "VIEW", view))
+        placement.drop("VIEW", view.name)
     old = built.group or group
     start = starts(kafka, old, topic, built.schema_id)  # 2.
-    placement.ddl(partial(_drop, "TABLE", queue(target)))
+    placement.drop("TABLE", queue(target).name)
     new = f"{group}-{latest}"
     if not built.schema_id:
         log.warning(
@@ -100,10 +99,6 @@ def evolve(
         extra={"table": queue(target).name, "from": built.schema_id, "to": latest, "group": new},
     )
     return new
-
-
-def _drop(kind: str, table: Target, on_cluster: str) -> str:
-    return f"DROP {kind} IF EXISTS {table.name}{on_cluster} SYNC"
 
 
 def starts(kafka: Mapping[str, Any], group: str, topic: str, built: int) -> list[TopicPartition]:

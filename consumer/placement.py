@@ -95,6 +95,11 @@ class Placement:
             for statement in build(self.on_cluster):
                 client.command(statement)
 
+    def drop(self, kind: str, name: str) -> None:
+        """DROP `kind` (TABLE or VIEW) `name` IF EXISTS, and wait (SYNC), on every server
+        that holds it."""
+        self.ddl(lambda on: f"DROP {kind} IF EXISTS {name}{on} SYNC")
+
     def engine(self) -> str:
         return engine(self.replicated)
 

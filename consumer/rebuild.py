@@ -157,10 +157,6 @@ def _catch_up(settings: ConsumerSettings, into: Target, group: str) -> None:
 
 
 def _drop(placement: Placement, shadow: Target) -> None:
-    placement.ddl(lambda on: f"DROP VIEW IF EXISTS {shadow.current_view}{on} SYNC")
+    placement.drop("VIEW", shadow.current_view)
     for each in {shadow, shadow.local}:  # on a cluster, the Distributed table and its shards'
-        placement.ddl(partial(_drop_table, each))
-
-
-def _drop_table(table: Target, on_cluster: str) -> str:
-    return f"DROP TABLE IF EXISTS {table.name}{on_cluster} SYNC"
+        placement.drop("TABLE", each.name)
