@@ -105,14 +105,13 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
     needs, create (or check) the target table, bring Kafka-engine objects made from an older
     value schema up to the latest (consumer/kafka_engine_evolve.py), then create the Kafka
     table and its views where missing."""
-    client = connect(settings.clickhouse)
     with sorted_errors(settings.clickhouse.url):
-        moved = rebuilt_group(client, settings, chosen.target, chosen.source.group)
+        placement = Placement.of(settings.clickhouse, connect(settings.clickhouse))
+        moved = rebuilt_group(placement, settings, chosen.target, chosen.source.group)
     if moved is not None:
         chosen = replace(chosen, source=replace(chosen.source, group=moved))
     _first_read(settings.kafka.client_config(), chosen.source.topic, chosen.source.group)
     with sorted_errors(settings.clickhouse.url):
-        placement = Placement.of(settings.clickhouse, client)
         table.ensure(
             placement,
             chosen.target,

@@ -4,7 +4,8 @@ engine's DDL again over the rebuilt table.
 
 No cdfbridge process runs beside the Kafka engine, so the apply is where a new generation
 is met (run it after a resync, or on a schedule). When the table is behind:
-1. drop the engine's two materialized views, then its Kafka table: it stops reading;
+1. drop the engine's two materialized views, then its Kafka table, on every server that
+   has them (on a cluster, each server's engine): it stops reading;
 2. rebuild the table by a group of its own (consumer/rebuild.py: from the lake where
    ClickHouse reads the Delta table, else from the topic);
 3. give a new engine group, `<group>-g<generation>`, the offsets that rebuild ended at (a
@@ -18,12 +19,11 @@ from __future__ import annotations
 import logging
 import time
 
-from clickhouse_connect.driver.client import Client
-
 from consumer import offsets
 from consumer.auto_rebuild import behind, rebuilt
 from consumer.kafka_engine import errors_pump, pump, queue
 from consumer.kafka_engine_evolve import built_from
+from consumer.placement import Placement
 from consumer.settings import ConsumerSettings
 from schemas.target import Target
 from services.progress_topic import Progress
@@ -32,11 +32,11 @@ log = logging.getLogger(__name__)
 
 
 def rebuilt_group(
-    client: Client, settings: ConsumerSettings, target: Target, group: str
+    placement: Placement, settings: ConsumerSettings, target: Target, group: str
 ) -> str | None:
     """Steps 1-3 when the setting asks and the table is behind; the group the Kafka table is
     to read with after them, else None."""
-    if settings.consumer.rebuild != "auto" or built_from(client, target) is None:
+    if settings.consumer.rebuild != "auto" or built_from(placement.client, target) is None:
         return None
     each = settings.model_copy(
         update={"consumer": settings.consumer.model_copy(update={"table": target.table})}
@@ -44,8 +44,8 @@ def rebuilt_group(
     if not behind(each):
         return None
     for view in (pump(target), errors_pump(target)):  # 1.
-        client.command(f"DROP VIEW IF EXISTS {view.name} SYNC")
-    client.command(f"DROP TABLE IF EXISTS {queue(target).name} SYNC")
+        placement.drop("VIEW", view.name)
+    placement.drop("TABLE", queue(target).name)
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
     generation = Progress(kafka, topic).read().generation.number
     ended = rebuilt(each, f"{group}-rebuild-{int(time.time())}")  # 2.
