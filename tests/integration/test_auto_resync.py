@@ -130,13 +130,7 @@ def test_the_kafka_engines_table_is_rebuilt_by_the_next_apply_after_a_resync(
     assert consumer_main(apply) == 0
     assert _settled(endpoints, ch_database, mapped, topic)
 
-    spark.sql(f"ALTER TABLE delta.`{mapped}` RENAME COLUMN name TO full_name")
-    spark.sql(f"DELETE FROM delta.`{mapped}` WHERE id = '2'")
-    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('3', 'cy', 50)")
-    resync = {"on_incompatible_change": "resync"}
-    publish(spark, endpoints, mapped, "id", topic=topic, until_version=4, **resync)
-    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
-    assert Progress(kafka, topic).read().generation.number == 1
+    rename_and_resync(spark, endpoints, mapped, topic)
 
     assert consumer_main(apply) == 0  # rebuilds the table, then the engine reads on
 
@@ -148,6 +142,18 @@ def test_the_kafka_engines_table_is_rebuilt_by_the_next_apply_after_a_resync(
     spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('4', 'dee', 20)")
     publish(spark, endpoints, mapped, "id", topic=topic, until_version=5)
     assert _settled(endpoints, ch_database, mapped, topic)  # the engine's new group reads on
+
+
+def rename_and_resync(spark: Any, endpoints: Endpoints, mapped: str, topic: str) -> None:
+    """A column of the mapped table renamed (and a delete, an insert): the producer, told to
+    resync by itself, publishes the table's state into the topic's generation 1."""
+    spark.sql(f"ALTER TABLE delta.`{mapped}` RENAME COLUMN name TO full_name")
+    spark.sql(f"DELETE FROM delta.`{mapped}` WHERE id = '2'")
+    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('3', 'cy', 50)")
+    resync = {"on_incompatible_change": "resync"}
+    publish(spark, endpoints, mapped, "id", topic=topic, until_version=4, **resync)
+    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+    assert Progress(kafka, topic).read().generation.number == 1
 
 
 def _settled(endpoints: Endpoints, database: str, path: str, topic: str) -> bool:

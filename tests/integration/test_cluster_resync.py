@@ -13,12 +13,11 @@ from consumer.cli import main
 from consumer.generation import held
 from consumer.kafka_engine_evolve import built_from
 from schemas.target import Target
-from services.progress_topic import Progress
-from services.settings import KafkaConfig
 from stack.cluster import CLUSTER
 from tests.endpoints import Endpoints
 from tests.integration.cluster_support import shard_clients
 from tests.integration.consumer_support import consumer_env
+from tests.integration.test_auto_resync import rename_and_resync
 from tests.integration.test_column_mapping import create_mapped
 from tests.producer_helpers import publish
 from verify.check import verify
@@ -49,13 +48,7 @@ def test_every_shards_engine_is_rebuilt_and_reads_on_with_the_new_generations_gr
     assert main(apply) == 0
     _settled(endpoints, urls[0], database, mapped, topic)
 
-    spark.sql(f"ALTER TABLE delta.`{mapped}` RENAME COLUMN name TO full_name")
-    spark.sql(f"DELETE FROM delta.`{mapped}` WHERE id = '2'")
-    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('3', 'cy', 50)")
-    resync = {"on_incompatible_change": "resync"}
-    publish(spark, endpoints, mapped, "id", topic=topic, until_version=4, **resync)
-    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
-    assert Progress(kafka, topic).read().generation.number == 1
+    rename_and_resync(spark, endpoints, mapped, topic)
 
     assert main(apply) == 0  # rebuilds the table on both shards, then the engines read on
 
