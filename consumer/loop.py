@@ -99,6 +99,7 @@ class Pipeline:
             owner.abandon()
             raise
         finally:
+            self.rebalance.closing = True
             consumer.close()  # its revoke writes nothing more after drain or abandon
             owner.close()
 

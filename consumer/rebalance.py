@@ -11,6 +11,9 @@ Cooperative-sticky assignment moves only the partitions that change owner:
 - revoked: what was read of them is written and committed before they go;
 - lost (this member was dropped from the group, e.g. frozen past the session timeout):
   their buffers are dropped unwritten, since another member may already read them.
+An assignment that arrives while the member closes starts nothing: the member is leaving,
+and librdkafka does not answer the committed-offsets look-up during close() (it waits out
+the timeout).
 What happens to the batches is up to `Uncommitted` (consumer/uncommitted.py).
 """
 
@@ -59,11 +62,12 @@ class Rebalance:
         # partition → offset, whatever the group committed: where a rebuild left off
         # (consumer/auto_rebuild.py); committed on assignment, once.
         self.moved: dict[int, int] = {}
+        self.closing = False  # set before close(): an assignment then starts nothing
 
     @_caught
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.joined = True
-        if self.owner is None:  # closed by start-up before any read: nothing to start
+        if self.owner is None or self.closing:  # closed before any read, or closing now
             return
         if not partitions:
             # Another member's rebalance hands this one nothing new. Asking for the committed

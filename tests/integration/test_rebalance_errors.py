@@ -81,3 +81,28 @@ def test_an_error_the_client_raises_inside_a_callback_comes_out_as_an_exception(
         consumer.close()
     assert isinstance(raised, KafkaException), raised
     assert error_of(raised).code() == KafkaError._TIMED_OUT
+
+
+def test_an_assignment_that_arrives_while_the_member_closes_starts_nothing(
+    endpoints: Endpoints,
+    topic_factory: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """During close(), librdkafka does not answer the committed-offsets look-up: each try
+    waits out its timeout, and a consumer stopped by SIGTERM took minutes to exit. A closing
+    member looks nothing up (here a look-up would fail at once) and hands its owner nothing
+    (an `object()` here, which an assignment would fail on)."""
+    monkeypatch.setattr(kafka, "TIMEOUT_S", 1e-6)
+    monkeypatch.setattr(kafka, "COMMITTED_ATTEMPTS", 1)
+    rebalance = Rebalance()
+    rebalance.owner = object()  # type: ignore[assignment] # not reached while closing
+    rebalance.closing = True
+    consumer = _member(endpoints, topic_factory(1), rebalance)
+    try:
+        deadline = time.monotonic() + 30
+        while not rebalance.joined and time.monotonic() < deadline:
+            consumer.consume(10, timeout=0.2)  # a look-up would raise out of here
+        assert rebalance.joined
+    finally:
+        rebalance.owner = None
+        consumer.close()
