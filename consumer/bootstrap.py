@@ -4,10 +4,12 @@ itself, at its own speed, and the topic is followed from where the changes after
 The steps, in this order (consumer/rebuild.py runs them into its shadow table):
 1. read the data topic's last stable offsets: a read_committed reader's end, where the
    first transaction still open begins (`start_point`);
-2. then read the progress record: N is the last version fully published, or the version
-   being published in parts. Every transaction that ended before step 1 published versions
-   up to N, and every later one begins past those offsets, so following the topic from
-   them misses no change after N (changes up to N read again lose to, or equal, the
+2. then, once every transaction that wrote to the progress topic before has ended there
+   (consumer/boundary.py: Kafka writes a transaction's commit markers partition by
+   partition), read the progress record: N is the last version fully published, or the
+   version being published in parts. Every transaction that ended before step 1 published
+   versions up to N, and every later one begins past those offsets, so following the topic
+   from them misses no change after N (changes up to N read again lose to, or equal, the
    snapshot's rows: schemas/changes.py);
 3. INSERT … SELECT the table at version N into the target, `_change_type` 'snapshot' at
    version N, excluded columns left out (they are not in the target), hashed columns
@@ -27,9 +29,8 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import DatabaseError
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from consumer import lake_structs
+from consumer import boundary, lake_structs
 from consumer.lake import LakeTable, LakeUnreadableError
 from consumer.placement import insert_settings
 from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, SNAPSHOT
@@ -38,12 +39,9 @@ from schemas.errors import TerminalError
 from schemas.progress import Generation
 from schemas.target import Target
 from services.clickhouse_client import existing_columns
-from services.kafka_errors import error_of
 from services.progress_topic import Progress
-from services.service_errors import client_failure
 
 log = logging.getLogger(__name__)
-TIMEOUT_S = 30
 # What ClickHouse answers when it cannot read the table or a feature of it: NOT_IMPLEMENTED,
 # FILE_DOESNT_EXIST, CANNOT_EXTRACT_TABLE_STRUCTURE, PATH_ACCESS_DENIED, S3_ERROR,
 # DELTA_KERNEL_ERROR.
@@ -71,7 +69,8 @@ class StartPoint:
 
 def start_point(kafka_config: Mapping[str, Any], topic: str) -> StartPoint:
     """Steps 1 and 2."""
-    offsets = _stable_offsets(kafka_config, topic)
+    offsets = boundary.stable_offsets(kafka_config, topic)
+    boundary.settle_progress(kafka_config, topic)
     position = Progress(dict(kafka_config), topic).read()
     version = position.part.last if position.part is not None else position.version
     if version is None:
@@ -179,25 +178,3 @@ def _committed_at(client: Client, lake: LakeTable, version: int) -> str:
         )
         millis = int(datetime.now(UTC).timestamp() * 1000)
     return f"fromUnixTimestamp64Milli(toInt64({millis}), 'UTC')"
-
-
-def _stable_offsets(kafka_config: Mapping[str, Any], topic: str) -> dict[int, int]:
-    """Per partition, the end of what a read_committed reader can read now."""
-    probe = Consumer(
-        {
-            **kafka_config,
-            "group.id": "cdfbridge-bootstrap-probe",  # never joins nor commits
-            "isolation.level": "read_committed",
-        }
-    )
-    try:
-        partitions = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
-        return {
-            p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S)[1]
-            for p in sorted(partitions)
-        }
-    except KafkaException as exc:
-        where = str(kafka_config.get("bootstrap.servers", "?"))
-        raise client_failure(error_of(exc), where, f"reading the offsets of {topic}") from exc
-    finally:
-        probe.close()

@@ -11,7 +11,9 @@ A rebuild never stops the readers of the table, and never swaps in a partial one
      refused when retention has deleted any of it (consumer/history.py);
    - lake: ClickHouse loads the Delta table at the last published version itself
      (consumer/bootstrap.py), and the fresh group starts where the changes after it begin;
-   then the group catches up;
+   then the group catches up; from the topic, until its last version is whole
+   (consumer/whole.py: a version published in parts is waited for, or refused when its
+   producer has stopped);
 3. mark the shadow with the generation it holds (consumer/generation.py), swap it in
    atomically: EXCHANGE TABLES (RENAME when there was no table), and refresh the
    `<table>_current` view for the new columns. On a cluster, the shards' local tables are
@@ -32,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
-from consumer import fill, offsets, table
+from consumer import fill, offsets, table, whole
 from consumer.fill import Source
 from consumer.generation import mark
 from consumer.loop import Pipeline
@@ -100,6 +102,9 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
             filled = fill.fill(settings, shadow, group, source)  # 2.
         with _timed(took, "catch_up"):
             _catch_up(settings, shadow, group)
+            if filled.source == "topic":  # the lake loads a version whole
+                again = partial(_catch_up, settings, shadow, group)
+                whole.wait_until_whole(kafka, topic, again)
     except BaseException:
         _drop(placement, shadow)  # nothing half-filled is left behind
         raise

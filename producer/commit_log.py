@@ -10,6 +10,16 @@ follow loop needs before reading its changes:
   (`settled`) is read with the schema and the Delta snapshot already known, with no
   DeltaLog.update and no schema analysis.
 
+Each new commit is also checked to be the same table's (`LogReplacedError` otherwise),
+before any of its changes is read: a table dropped and created again at its path while it
+is followed has a log whose versions start over, and whose later versions are not the
+continuation of the ones published. Two signs, each cheap:
+- a `metaData` action whose id is not the followed table's (Delta's `metaData.id`, which a
+  table created again does not keep);
+- the commit file of the last version known (read before, or the first one looked at after
+  a start) no longer the same file (its length and modification time): Delta never
+  rewrites a commit file, so a changed one belongs to a new log.
+
 Catalog tables, whose log is not a plain path, keep Delta's own detection (DeltaSource).
 """
 
@@ -19,6 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from producer.errors import LogReplacedError
 from producer.plan import estimate_rows
 
 if TYPE_CHECKING:
@@ -32,6 +43,7 @@ class Commit:
     version: int
     rows: int | None  # change rows by its operation metrics; None: they do not say
     changes_table: bool  # a metaData or protocol action: schema or features may change
+    table_id: str | None = None  # its metaData action's id, when it has one
 
 
 class Commits:
@@ -66,6 +78,9 @@ class CommitLog(Commits):
 
     def __init__(self, spark: SparkSession, delta_log: Any) -> None:
         super().__init__()
+        # The followed table: its id as loaded, and the commit file last known to be its.
+        self.table_id = str(delta_log.unsafeVolatileSnapshot().metadata().id())
+        self._known: tuple[int, tuple[int, int] | None] | None = None  # (version, its file)
         self._path_of: Any = spark._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
         self._conf = delta_log.newDeltaHadoopConf()
         self._dir = delta_log.logPath()
@@ -75,11 +90,37 @@ class CommitLog(Commits):
 
     def newest(self, after: int) -> int:
         """The last version of the run of commit files that follows version `after`
-        (`after` itself when there is none yet), each new one read."""
+        (`after` itself when there is none yet), each new one read and checked to be the
+        followed table's (LogReplacedError)."""
+        if self._known is None or self._known[0] != after:  # a start: `after` is taken as ours
+            self._known = (after, self._identity(after))
         version = after
         while self._found(version + 1):
             version += 1
+        if version > after:
+            self._check_same_log(after)
+            self._known = (version, self._identity(version))
         return version
+
+    def _check_same_log(self, after: int) -> None:
+        """The new commits name no other table, and `after`'s commit file is still the one
+        known (a file gone, cleaned up behind a checkpoint, tells nothing)."""
+        others = [c for c in self._by_version.values() if c.table_id not in (None, self.table_id)]
+        if others:
+            found = others[0]
+            why = f"its version {found.version} names Delta id {found.table_id}"
+            raise LogReplacedError(f"{why}, not {self.table_id}")
+        known, now = self._known, self._identity(after)
+        if known is not None and now is not None and now != known[1]:
+            raise LogReplacedError(f"the commit file of its version {after} was written again")
+
+    def _identity(self, version: int) -> tuple[int, int] | None:
+        """(length, modification time) of version's commit file; None when it is gone."""
+        path = self._path_of(self._dir, f"{version:020d}.json")
+        if not self._fs.exists(path):
+            return None
+        status = self._fs.getFileStatus(path)
+        return int(status.getLen()), int(status.getModificationTime())
 
     def _found(self, version: int) -> bool:
         if version in self:
@@ -96,13 +137,14 @@ class CommitLog(Commits):
 
 def parsed(version: int, text: str) -> Commit:
     """A commit file's lines (one JSON action each) as a Commit."""
-    rows, changes_table = None, False
+    rows, changes_table, table_id = None, False, None
     for line in text.splitlines():
         if not line.strip():
             continue
         action = json.loads(line)
         if "metaData" in action or "protocol" in action:
             changes_table = True
+            table_id = action.get("metaData", {}).get("id", table_id)
         elif "commitInfo" in action:
             rows = estimate_rows(action["commitInfo"].get("operationMetrics"))
-    return Commit(version, rows, changes_table)
+    return Commit(version, rows, changes_table, table_id)

@@ -123,6 +123,15 @@ class TableRecreatedError(TerminalError):
         )
 
 
+class LogReplacedError(TerminalError):
+    """A path table's log is not the one followed any more (producer/commit_log.py); the
+    follow loop names the table and topic (TableRecreatedError)."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+        super().__init__(why)
+
+
 class TopicClaimedError(ConfigError):
     def __init__(self, topic: str, table: str, other: str) -> None:
         super().__init__(

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from producer.chunks import Chunks
 from producer.course import Course, RowWidth, spans
 from producer.cycle import Cycle
-from producer.errors import TableRecreatedError
+from producer.errors import LogReplacedError, TableRecreatedError
 from producer.registry import TopicSchemas
 from producer.settings import SourceSection
 from producer.slices import Slice
@@ -67,7 +67,10 @@ def follow(
 
     def head() -> int:  # poll: the commit files after the last published, now and then the log
         published = course.next_version - 1
-        latest = source.head(published)
+        try:
+            latest = source.head(published)
+        except LogReplacedError as exc:
+            raise TableRecreatedError(source.table, schemas.topic, exc.why) from exc
         if idle.check_log(latest > published):
             latest = source.latest_version()
         if latest < published:  # a log that went backwards: the table was created again

@@ -2,7 +2,7 @@
 resyncs itself instead of stopping.
 
 A non-additive schema change (a column dropped, renamed or retyped; an overwrite with a new
-schema) or a history no longer there (VACUUM, log retention, the Change Data Feed turned
+schema), a table dropped and created again at its path, or a history no longer there (VACUUM, log retention, the Change Data Feed turned
 off for a while) stops a table by default, until an operator asks for a resync. With the
 setting, the producer asks for it itself (producer/resync_command.py `request`), then starts
 the table over: the snapshot of a new generation (producer/resync.py), which a consumer with
@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 
 from producer import metrics
-from producer.errors import SchemaChangeError, VersionUnavailableError
+from producer.errors import SchemaChangeError, TableRecreatedError, VersionUnavailableError
 from producer.resync_command import request
 from producer.settings import ProducerSettings
 from schemas.errors import ConfigError
 
-INCOMPATIBLE = (SchemaChangeError, VersionUnavailableError)
+INCOMPATIBLE = (SchemaChangeError, TableRecreatedError, VersionUnavailableError)
 
 
 def resyncs_itself(exc: BaseException, settings: ProducerSettings) -> bool:

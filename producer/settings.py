@@ -64,7 +64,8 @@ class SourceSection(Section):
     """Columns published as the lowercase hex SHA-256 of their value, computed in Spark."""
     on_incompatible_change: Literal["stop", "resync"] = "stop"
     """What a change the producer cannot follow does (a column dropped, renamed or retyped, a
-    vacuumed history): stop the table until `cdfbridge-producer resync`, or resync it."""
+    vacuumed history, the table created again at its path): stop the table until
+    `cdfbridge-producer resync`, or resync it."""
 
     _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
         comma_list

@@ -20,7 +20,7 @@ from services.progress_topic import Progress
 from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.producer_helpers import settings
+from tests.producer_helpers import read_topic, settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -82,6 +82,43 @@ def test_a_table_created_again_under_a_running_producer_stops_it(
 
     assert [type(e) for e in raised] == [TableRecreatedError]
     assert "its log ends at version 0, and version 2 is published" in str(raised[0])
+
+
+@pytest.mark.parametrize("on_change", ["stop", "resync"])
+def test_a_table_created_again_past_the_published_version_publishes_none_of_its_commits_as_the_old(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, on_change: str
+) -> None:
+    path, topic = str(tmp_path / "orders"), unique("identity")
+    write(path, 3)
+    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+    follow = settings(
+        endpoints, path, "id", topic=topic, until_version=4, on_incompatible_change=on_change
+    )
+    stop, raised = threading.Event(), list[BaseException]()
+    follower = threading.Thread(target=_run, args=(follow, spark, stop, raised))
+    follower.start()
+    try:
+        _wait_for(lambda: Progress(kafka, topic).last_version() == 2)
+        shutil.rmtree(path)
+        second = write(path, 5, first_id=1000)  # versions 0-4, past the 2 published, at once
+        follower.join(timeout=120)
+    finally:
+        stop.set()
+        follower.join(timeout=60)
+
+    position, records = Progress(kafka, topic).read(), read_topic(endpoints, topic)
+    start = position.generation.start  # empty while there is one generation
+    old = [r.key["id"] for r in records if r.offset < start.get(r.partition, r.offset + 1)]
+    assert sorted(old) == list(range(30))  # the old table's rows alone, as the old table's
+    if on_change == "stop":
+        assert [type(e) for e in raised] == [TableRecreatedError]
+        assert position.version == 2
+    else:  # a new generation: the new table's snapshot at 4
+        assert raised == []
+        assert position.identity is not None and position.identity.table_id == second
+        assert (position.version, position.generation.number) == (4, 1)
+        new = sorted(r.key["id"] for r in records if r.key["id"] >= 1000)
+        assert new == list(range(1000, 1050))
 
 
 def test_a_second_table_on_a_topic_is_refused_and_the_first_keeps_publishing(

@@ -39,6 +39,12 @@ def test_metadata_or_protocol_marks_a_commit_that_may_change_the_table() -> None
     assert parsed(3, protocol).changes_table
 
 
+def test_a_metadata_action_names_the_table_it_belongs_to() -> None:
+    meta = commit_file({"protocol": {"minReaderVersion": 1}}, {"metaData": {"id": "abc"}})
+    assert parsed(0, meta).table_id == "abc"
+    assert parsed(1, commit_file({"add": {"path": "p"}})).table_id is None
+
+
 def test_a_run_is_settled_only_when_every_commit_was_read_and_none_changes_the_table() -> None:
     commits = Commits()
     for version in (4, 5, 7):
