@@ -88,9 +88,10 @@ def serve(pipeline: Pipeline, renew: Callable[[Pipeline], Pipeline]) -> None:
         c = pipeline.settings.consumer
         wait = retrying("Kafka", max_backoff_s=c.max_backoff_seconds, stop=pipeline.stopping)
         try:
-            pipeline.rebalance.first = wait(starts, pipeline.settings)
+            found = wait(starts, pipeline.settings)
         except Stopped:
             return
+        pipeline.rebalance.first, pipeline.rebalance.floor = found.first, found.floor
         pipeline.rebalance.moved = moved
         watch = Watch(pipeline)
         if auto:

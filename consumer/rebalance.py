@@ -6,8 +6,9 @@ Cooperative-sticky assignment moves only the partitions that change owner:
   partition without one); a recorded batch end is cut at again. One the group has no
   offset for starts at `first` (consumer/first_read.py: its generation's start, or where a
   bootstrap from the lake left off), and any in `moved` where a rebuild of its table left
-  off (consumer/auto_rebuild.py); both committed at once, so a restart starts there too.
-  Else a partition starts at the earliest;
+  off (consumer/auto_rebuild.py); one whose committed offset is below `floor` (what its
+  table's rows reach: consumer/first_read.py) starts there. All are committed at once, so
+  a restart starts there too. Else a partition starts at the earliest;
 - revoked: what was read of them is written and committed before they go;
 - lost (this member was dropped from the group, e.g. frozen past the session timeout):
   their buffers are dropped unwritten, since another member may already read them.
@@ -62,6 +63,7 @@ class Rebalance:
         # partition → offset, whatever the group committed: where a rebuild left off
         # (consumer/auto_rebuild.py); committed on assignment, once.
         self.moved: dict[int, int] = {}
+        self.floor: dict[int, int] = {}  # partition → the lowest offset it may start at
         self.closing = False  # set before close(): an assignment then starts nothing
 
     @_caught
@@ -92,11 +94,18 @@ class Rebalance:
 
     def start_of(self, committed: TopicPartition) -> int | None:
         """Where a partition starts when not at its committed offset."""
-        if committed.partition in self.moved:
-            return self.moved.pop(committed.partition)
-        if committed.offset < 0:
-            return self.first.get(committed.partition)
-        return None
+        partition = committed.partition
+        if partition in self.moved:
+            return self.moved.pop(partition)
+        start = self.first.get(partition) if committed.offset < 0 else committed.offset
+        lowest = self.floor.get(partition)
+        if start is not None and lowest is not None and start < lowest:
+            log.warning(
+                "the group's offset is below what its table holds: starting there",
+                extra={"topic": committed.topic, "partition": partition, "offset": start},
+            )
+            return lowest
+        return None if start == committed.offset else start
 
     @_caught
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

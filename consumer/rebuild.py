@@ -14,7 +14,9 @@ A rebuild never stops the readers of the table, and never swaps in a partial one
    then the group catches up; from the topic, until its last version is whole
    (consumer/whole.py: a version published in parts is waited for, or refused when its
    producer has stopped);
-3. mark the shadow with the generation it holds (consumer/generation.py), swap it in
+3. mark the shadow with the generation it holds and the offsets its rows reach (the
+   group's: consumer/generation.py), durable with the rows before the swap, so a live group
+   that restarts behind them jumps to them whatever step a kill stopped at; swap it in
    atomically: EXCHANGE TABLES (RENAME when there was no table), and refresh the
    `<table>_current` view for the new columns. On a cluster, the shards' local tables are
    swapped (ON CLUSTER, or server by server), and the Distributed table is made again
@@ -43,6 +45,7 @@ from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from schemas.errors import ConfigError
 from schemas.target import Target
+from services import faults
 from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
 
@@ -110,7 +113,8 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
         raise
     with _timed(took, "swap"):
         existed = existing_columns(client, target.local) is not None
-        mark(placement, shadow, filled.generation)  # 3.
+        reached = offsets.committed(kafka, group, topic)
+        mark(placement, shadow, filled.generation, reached)  # 3.
         live_local, shadow_local = target.local.name, shadow.local.name
         if existed:
             placement.ddl(lambda on: f"EXCHANGE TABLES {live_local} AND {shadow_local}{on}")
@@ -121,6 +125,7 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
             key = schemas.shard_by(topic, settings.consumer.primary_key)
             placement.ddl(partial(distributed_sql, target, key, replace=True))
         placement.ddl(partial(table.current_view_sql, target))
+    faults.reach("rebuild.swapped")
     with _timed(took, "catch_up_after_swap"):
         _catch_up(settings, target, group)  # 4.
     with _timed(took, "drop_and_move"):

@@ -163,3 +163,20 @@ def test_a_partition_starts_where_a_rebuild_left_off_else_at_its_generation() ->
     assert rebalance.start_of(TopicPartition("t", 1, 42)) == 55  # moved, whatever it committed
     assert rebalance.start_of(TopicPartition("t", 1, 42)) is None  # moved once only
     assert rebalance.start_of(TopicPartition("t", 2, -1001)) == 70
+
+
+def test_a_partition_below_what_its_table_holds_starts_there() -> None:
+    from confluent_kafka import TopicPartition
+
+    from consumer.rebalance import Rebalance
+
+    rebalance = Rebalance()
+    rebalance.first, rebalance.floor = {0: 10}, {0: 30, 1: 40}
+
+    assert (
+        rebalance.start_of(TopicPartition("t", 0, -1001)) == 30
+    )  # the generation's start is older
+    assert rebalance.start_of(TopicPartition("t", 1, 12)) == 40  # an older generation's offset
+    assert rebalance.start_of(TopicPartition("t", 1, 40)) is None  # at it: its own
+    assert rebalance.start_of(TopicPartition("t", 1, 90)) is None  # past it: its own
+    assert rebalance.start_of(TopicPartition("t", 2, 5)) is None  # no floor
