@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 from consumer import offsets
@@ -22,7 +21,7 @@ from consumer.first_read import starts
 from consumer.generation import held
 from consumer.lake import LakeUnreadableError
 from consumer.loop import Pipeline
-from consumer.rebuild import rebuild
+from consumer.rebuild import builder_group, rebuild
 from consumer.settings import ConsumerSettings
 from schemas.errors import TransientError
 from schemas.target import SchemaMismatchError
@@ -106,5 +105,15 @@ def serve(pipeline: Pipeline, renew: Callable[[Pipeline], Pipeline]) -> None:
             watch.done.set()
         if not watch.moved:
             return
-        builder = f"{c.group}-rebuild-{int(time.time())}"
-        moved, pipeline = rebuilt(pipeline.settings, builder), renew(pipeline)
+        moved, pipeline = _rebuilt_once(pipeline.settings, c.group), renew(pipeline)
+
+
+def _rebuilt_once(settings: ConsumerSettings, live: str) -> dict[int, int]:
+    """rebuilt(), unless another process of the group has rebuilt the table already: its
+    mark then says where its rows reach, and the pipeline starts there (`floor` in
+    consumer/first_read.py)."""
+    if not behind(settings):
+        topic = settings.consumer.topic
+        log.info("the table holds the topic's generation already", extra={"topic": topic})
+        return {}
+    return rebuilt(settings, builder_group(live, "rebuild"))

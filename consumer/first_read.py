@@ -19,14 +19,13 @@ for the group by an admin call: other topics' members of the same group may be r
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 
 from consumer import history, offsets
 from consumer.fill import create
 from consumer.generation import mark, marked
 from consumer.placement import Placement
-from consumer.rebuild import rebuild
+from consumer.rebuild import builder_group, rebuild
 from consumer.settings import ConsumerSettings
 from schemas.progress import Generation
 from services.clickhouse_client import connect, existing_columns
@@ -63,7 +62,7 @@ def starts(settings: ConsumerSettings) -> Starts:
         "the topic's history is gone: bootstrapping the new group's table from the lake",
         extra={"topic": topic, "group": group, "gaps": ", ".join(map(str, missing))},
     )
-    done = rebuild(settings, f"{group}-bootstrap-{int(time.time())}", "lake", move_live=False)
+    done = rebuild(settings, builder_group(group, "bootstrap"), "lake", move_live=False)
     return Starts(offsets.committed(kafka, done.group, topic))
 
 

@@ -17,13 +17,13 @@ is met (run it after a resync, or on a schedule). When the table is behind:
 from __future__ import annotations
 
 import logging
-import time
 
 from consumer import offsets
 from consumer.auto_rebuild import behind, rebuilt
 from consumer.kafka_engine import errors_pump, pump, queue
 from consumer.kafka_engine_evolve import built_from
 from consumer.placement import Placement
+from consumer.rebuild import builder_group
 from consumer.settings import ConsumerSettings
 from schemas.target import Target
 from services.progress_topic import Progress
@@ -48,7 +48,7 @@ def rebuilt_group(
     placement.drop("TABLE", queue(target).name)
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
     generation = Progress(kafka, topic).read().generation.number
-    ended = rebuilt(each, f"{group}-rebuild-{int(time.time())}")  # 2.
+    ended = rebuilt(each, builder_group(group, "rebuild"))  # 2.
     new = f"{group}-g{generation}"
     offsets.reset(kafka, new, offsets.at(topic, ended))  # 3.
     log.info(

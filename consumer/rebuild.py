@@ -3,8 +3,11 @@
 A rebuild never stops the readers of the table, and never swaps in a partial one:
 0. refuse while the live group (consumer.group) has members: their old-generation rows
    would reach the new table;
-1. create a shadow table `<table>__rebuild` from the latest value schema (replacing a
-   leftover one);
+1. create a shadow table `<table>__rebuild_<id>` from the latest value schema, its id the
+   rebuild group's (replacing a leftover of the same group). Each rebuild has a shadow of
+   its own: two consumer processes that rebuild one table at once (each with
+   `rebuild = "auto"`) never fill, swap or drop each other's; each swaps in a whole table
+   of the generation, and the last swap wins (its step 4 writes what arrived meanwhile);
 2. fill it, from the topic or the lake (`Source`):
    - topic: a fresh group from the start of the topic's current generation
      (schemas/progress.py: where the producer's last resync began; else the beginning),
@@ -23,14 +26,17 @@ A rebuild never stops the readers of the table, and never swaps in a partial one
    over them with the new columns;
 4. catch up once more with the same group, now into the swapped-in table, so changes that
    arrived during the swap are not left in the old table;
-5. drop the old table (now the shadow) and the shadow's view;
+5. drop the old table (now the shadow: the live table before this rebuild's swap) and the
+   shadow's view;
 6. move the live group to where the rebuild's group ends, so that it goes on from there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,7 +56,7 @@ from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
 
 log = logging.getLogger(__name__)
-SHADOW_SUFFIX = "__rebuild"
+SHADOW_SUFFIX = "__rebuild_"
 
 
 @dataclass(frozen=True)
@@ -88,10 +94,10 @@ def bootstrap(settings: ConsumerSettings) -> Rebuilt:
 
 def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: bool) -> Rebuilt:
     target = settings.target()
-    shadow = target.renamed(target.table + SHADOW_SUFFIX)
     live, kafka = settings.consumer.group, settings.kafka.client_config()
     topic = settings.consumer.topic
-    group = group or f"{live}-rebuild-{int(time.time())}"
+    group = group or builder_group(live, "rebuild")
+    shadow = target.renamed(target.table + SHADOW_SUFFIX + shadow_id(group))
     if move_live and offsets.members(kafka, live):  # 0.
         raise ConfigError(
             f"group {live} is running: stop its consumers (of every topic it reads) first, "
@@ -146,6 +152,17 @@ def _rebuild(settings: ConsumerSettings, group: str, source: Source, move_live: 
         },
     )
     return done
+
+
+def builder_group(live: str, purpose: str) -> str:
+    """A new group for a rebuild or bootstrap: its time, and a part of its own, since two
+    processes of one group may start one in the same second."""
+    return f"{live}-{purpose}-{int(time.time())}-{uuid.uuid4().hex[:6]}"
+
+
+def shadow_id(group: str) -> str:
+    """A short name for the rebuild group, for its shadow table's name."""
+    return hashlib.sha256(group.encode()).hexdigest()[:10]
 
 
 @contextmanager
