@@ -28,6 +28,9 @@ KEY, VALUE, ORDER, KEY_IS_NULL, IS_DELETE = "key", "value", "_order", "_key_is_n
 # An update's preimage encoded as a delete, which the driver keeps only if no row of its key
 # survives its commit: the update rewrote the key (producer/slices.py).
 PREIMAGE = "_preimage"
+# xxhash64 of the key columns: two rows of one key left by one commit are found by sorting
+# integers, not key bytes (producer/slices.py).
+KEY_HASH = "_key_hash"
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ class Encoding:
         return frame.select(*self._selects[shape])
 
     def _select(self, frame: DataFrame) -> list[Column]:
-        from pyspark.sql.functions import col, lit, when
+        from pyspark.sql.functions import col, lit, when, xxhash64
 
         sources = hashed_columns(frame, self.hashed)
         value_columns = [delta_name(field) for field in self.value.schema["fields"]]
@@ -109,6 +112,7 @@ class Encoding:
             key_is_null.alias(KEY_IS_NULL),
             (preimage | (change_type == changes.DELETE)).alias(IS_DELETE),
             (preimage & lit(not self.include_preimage)).alias(PREIMAGE),
+            xxhash64(*[column(c) for c in self.primary_key]).alias(KEY_HASH),
         ]
 
 

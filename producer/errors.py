@@ -58,6 +58,16 @@ class NullKeyError(TerminalError):
         )
 
 
+class DuplicateKeyError(TerminalError):
+    def __init__(self, table: str, version: int, primary_key: list[str], key: str) -> None:
+        super().__init__(
+            f"the primary key ({', '.join(primary_key)}) of table {table} is not unique: "
+            f"version {version} leaves two rows of the key {key}, and a replica keeps one per "
+            "key; choose key columns that are unique in the table (--primary-key), or remove "
+            "the duplicate rows, then resync"
+        )
+
+
 class FencedError(TerminalError):
     def __init__(self, transactional_id: str) -> None:
         super().__init__(

@@ -62,6 +62,13 @@ class Report:
         if self.equal:
             return "\n".join([*lines, "equal"])
         lines += [f"schema: {problem}" for problem in self.schema_problems]
+        repeated = self.delta.rows - self.delta.distinct_keys
+        if repeated:
+            lines.append(
+                f"the key is not unique in the Delta table: {self.delta.rows:,} rows hold "
+                f"{self.delta.distinct_keys:,} keys, and a replica keeps one row per key; "
+                "choose key columns that are unique (--primary-key), then resync"
+            )
         lines.append(f"NOT EQUAL: {self.lost:,} lost, {self.extra:,} extra, {self.wrong:,} wrong")
         lines += _keys("lost (in Delta, not in ClickHouse)", self.lost, self.lost_keys)
         lines += _keys("extra (in ClickHouse, not in Delta)", self.extra, self.extra_keys)

@@ -7,6 +7,7 @@ import pytest
 
 from producer.errors import (
     ChangeFeedDisabledError,
+    DuplicateKeyError,
     NullKeyError,
     SchemaChangeError,
     TableNotFoundError,
@@ -65,6 +66,17 @@ def test_null_key_names_its_commit_version(
 
     with pytest.raises(NullKeyError, match="at version 2 .* NULL primary key"):
         publish(spark, endpoints, delta_path, "id", until_version=2)
+
+
+@pytest.mark.parametrize("snapshot", [False, True], ids=["a commit", "a snapshot"])
+def test_a_primary_key_that_is_not_unique_stops_the_table_naming_a_key(
+    spark: Any, endpoints: Endpoints, delta_path: str, snapshot: bool
+) -> None:
+    create_table(spark, delta_path)
+    append(spark, delta_path, [(str(i % 900), f"n{i}", i) for i in range(1_000)])  # 900 ids
+
+    with pytest.raises(DuplicateKeyError, match=r"\(id\) of table .* version 1 .*key id='\d+'"):
+        publish(spark, endpoints, delta_path, "id", until_version=1, snapshot=snapshot)
 
 
 def test_versions_from_before_the_feed_was_enabled_suggest_snapshot(
