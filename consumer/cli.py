@@ -62,6 +62,13 @@ def parser() -> argparse.ArgumentParser:
         help="print (or --apply) DDL for ClickHouse's Kafka engine to ingest each topic itself",
     )
     ddl.add_argument("--apply", action="store_true", help="run the DDL in ClickHouse")
+    ddl.add_argument(
+        "--watch",
+        action="store_true",
+        help="apply it again every consumer.kafka_engine_watch_seconds until SIGTERM, so schema "
+        "changes and resyncs (with consumer.rebuild = auto) are followed without cron; serves "
+        "/metrics and /health on consumer.metrics_port",
+    )
     ddl.add_argument("--kafka-group", help="the Kafka engine's group (default <group>-clickhouse)")
     ddl.add_argument("--num-consumers", type=int, default=1, help="kafka_num_consumers")
     rebuild = commands.add_parser(

@@ -29,6 +29,11 @@ def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> i
     from consumer.topics import resolve
 
     group = args.kafka_group or f"{settings.consumer.group}-clickhouse"
+    if args.watch:
+        from consumer.kafka_engine_watch import watch
+
+        watch(settings, group, args.num_consumers)
+        return 0
     # Printed alone, the DDL is for ClickHouse 26.x; applied, it fits the server.
     nullable_tuple = kafka_engine.nullable_tuples(settings) if args.apply else True
     topics = resolve(settings)

@@ -6,24 +6,30 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
-from consumer.metrics import Collectors
 
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - scraped from outside the container
 
 
-def serve(collectors: Collectors, port: int) -> ThreadingHTTPServer:
+class Health(Protocol):
+    """What the endpoint serves: a registry of metrics, and why the process is unhealthy."""
+
+    registry: CollectorRegistry
+
+    def problems(self) -> list[str]: ...
+
+
+def serve(collectors: Health, port: int) -> ThreadingHTTPServer:
     """Start the HTTP endpoint on a daemon thread; shut it down with `.shutdown()`."""
     server = ThreadingHTTPServer((ALL_INTERFACES, port), _handler(collectors))
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return server
 
 
-def _handler(collectors: Collectors) -> type[BaseHTTPRequestHandler]:
+def _handler(collectors: Health) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
             if self.path.startswith("/metrics"):

@@ -68,6 +68,9 @@ class ConsumerSection(Section):
     """auto: rebuild a table by itself when its topic starts a new generation (a producer
     resync), from the lake where ClickHouse reads the Delta table, while the other topics
     flow; manual: `status` says to run `rebuild`."""
+    kafka_engine_watch_seconds: float = Field(default=30.0, gt=0)
+    """How often `kafka-engine-ddl --watch` applies every topic's Kafka-engine DDL again:
+    the longest a schema change or a resync waits before ClickHouse's engine follows it."""
     lake_location: str = ""
     """Where ClickHouse reads the Delta table for a bootstrap from the lake, when it differs
     from the location the producer names in the topic's progress (one topic only)."""

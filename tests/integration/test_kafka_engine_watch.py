@@ -1,0 +1,102 @@
+"""`kafka-engine-ddl --watch`: the Kafka engine follows a column added and a resync with no
+command run by hand, reports its health, and stops on SIGTERM with exit 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.generation import held
+from schemas.errors import CdfBridgeError
+from schemas.target import Target
+from tests.conftest import free_port
+from tests.endpoints import Endpoints
+from tests.integration.consumer_support import consumer_env
+from tests.integration.test_column_mapping import create_mapped
+from tests.producer_helpers import publish
+from verify.check import verify
+from verify.settings import VerifySettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def _equal(endpoints: Endpoints, database: str, path: str) -> bool:
+    settings = VerifySettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        clickhouse={"url": endpoints.clickhouse, "database": database},
+        verify={"table": path, "clickhouse_table": "t", "latest": True},
+    )
+    try:
+        return verify(settings).equal
+    except CdfBridgeError:  # no table yet
+        return False
+
+
+def _until(
+    condition: Callable[[], bool], what: str, said: Callable[[], str], timeout_s: float = 180
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not {what} within {timeout_s} s; {said()}"
+        time.sleep(1)
+
+
+def test_the_watch_follows_a_new_column_and_a_resync_by_itself(
+    spark: Any,
+    endpoints: Endpoints,
+    tmp_path: Path,
+    ch_database: str,
+    clickhouse: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mapped = str(tmp_path / "mapped")
+    create_mapped(spark, mapped)
+    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('1', 'ann', 30), ('2', 'bob', 40)")
+    topic = publish(spark, endpoints, mapped, "id", until_version=1)
+    consumer_env(monkeypatch, endpoints, ch_database)
+    port = free_port()
+    env = {
+        **os.environ,
+        "CDFBRIDGE_CONSUMER__REBUILD": "auto",
+        "CDFBRIDGE_CONSUMER__KAFKA_ENGINE_WATCH_SECONDS": "2",
+        "CDFBRIDGE_CONSUMER__METRICS_PORT": str(port),
+    }
+    command = [sys.executable, "-m", "consumer", "--topic", topic, "--group", f"{topic}-g"]
+    command += ["--table", "t", "kafka-engine-ddl", "--watch"]
+    log = tmp_path / "watch.log"
+    with log.open("wb") as out:
+        watcher = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=out)
+
+    def said() -> str:  # for the failure messages
+        return log.read_text()[-3000:]
+
+    try:
+        _until(lambda: _equal(endpoints, ch_database, mapped), "equal", said)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as answer:
+            assert answer.status == 200
+
+        spark.sql(f"ALTER TABLE delta.`{mapped}` ADD COLUMNS (city STRING)")
+        spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('5', 'eve', 25, 'Oslo')")
+        publish(spark, endpoints, mapped, "id", topic=topic, until_version=3)
+        _until(lambda: _equal(endpoints, ch_database, mapped), "equal with city", said)
+
+        spark.sql(f"ALTER TABLE delta.`{mapped}` RENAME COLUMN name TO full_name")  # 4
+        spark.sql(f"DELETE FROM delta.`{mapped}` WHERE id = '2'")
+        resync = {"on_incompatible_change": "resync"}
+        publish(spark, endpoints, mapped, "id", topic=topic, until_version=5, **resync)
+        target = Target(ch_database, "t")
+        _until(lambda: held(clickhouse, target) == 1, "rebuilt for generation 1", said)
+        _until(lambda: _equal(endpoints, ch_database, mapped), "equal after the resync", said)
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        code = watcher.wait(60)
+    assert code == 0, said()
