@@ -136,7 +136,7 @@ def _first_newer(probe: Consumer, committed: TopicPartition, low: int, built: in
     high = committed.offset
     while low < high:
         middle = (low + high) // 2
-        found = _framed_at(probe, committed.topic, committed.partition, middle, high)
+        found = framed_at(probe, committed.topic, committed.partition, middle, high)
         if found is None:  # nothing framed in [middle, high)
             high = middle
         elif found[1] > built:
@@ -146,7 +146,7 @@ def _first_newer(probe: Consumer, committed: TopicPartition, low: int, built: in
     return high
 
 
-def _framed_at(
+def framed_at(
     probe: Consumer, topic: str, partition: int, offset: int, before: int
 ) -> tuple[int, int] | None:
     """(offset, schema id) of the first framed value at or after offset and before `before`."""

@@ -6,11 +6,11 @@ and applied to ClickHouse after the target table is created or checked as the co
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from consumer import history, offsets, table
 from consumer.kafka_engine import KafkaSource, engine_statements, statements
 from consumer.kafka_engine_evolve import evolve
+from consumer.kafka_engine_late import bootstrapped, older_shapes
 from consumer.kafka_engine_rebuild import rebuilt_group
 from consumer.placement import Placement
 from consumer.registry import Schemas
@@ -110,7 +110,7 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         moved = rebuilt_group(placement, settings, chosen.target, chosen.source.group)
     if moved is not None:
         chosen = replace(chosen, source=replace(chosen.source, group=moved))
-    _first_read(settings.kafka.client_config(), chosen.source.topic, chosen.source.group)
+    _first_read(settings, chosen)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(
             placement,
@@ -130,9 +130,12 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         placement.ddl_each(chosen.engine_ddl)
 
 
-def _first_read(kafka: dict[str, Any], topic: str, group: str) -> None:
+def _first_read(settings: ConsumerSettings, chosen: Plan) -> None:
     """The engine's group must find the topic's history it needs (consumer/history.py); a
-    new one is set to the start of the topic's current generation, not older ones' rows."""
+    new one is set to the start of the topic's current generation, not older ones' rows,
+    unless the engine cannot read that generation's first messages: its table is then
+    loaded from the lake first (consumer/kafka_engine_late.py)."""
+    kafka, topic, group = settings.kafka.client_config(), chosen.source.topic, chosen.source.group
     generation = Progress(kafka, topic).read().generation
     found, missing = history.group_gaps(kafka, group, topic, generation)
     if missing:
@@ -141,5 +144,11 @@ def _first_read(kafka: dict[str, Any], topic: str, group: str) -> None:
             f"{gone} Then apply again: cdfbridge-consumer --group {group} bootstrap leaves "
             "the group where the table ends"
         )
-    if generation.start and all(p.committed < 0 for p in found):
+    if any(p.committed >= 0 for p in found):
+        return
+    schemas = Schemas(settings.schema_registry.client_config())
+    shapes = older_shapes(kafka, topic, generation, schemas, chosen.schema_id)
+    if shapes:
+        bootstrapped(settings, group, shapes)
+    elif generation.start:
         offsets.reset(kafka, group, offsets.at(topic, generation.start))

@@ -74,3 +74,13 @@ def test_fields_added_inside_structs_reach_both_consumers_tables(
     addresses = {row[0]: row[1] for row in by_python}
     assert addresses[1] == {"street": "s1", "country": "de"}
     assert addresses[3] == {"street": "s3", "country": "fr"}
+
+    # A Kafka-engine subscriber that starts after the additions: its table from the lake,
+    # its engine from there on, nothing in its errors table.
+    late = ["--topic", topic, "--group", unique("late"), "--table", "by_late"]
+    assert main([*late, "kafka-engine-ddl", "--apply"]) == 0
+    section = settings.verify.model_copy(update={"clickhouse_table": "by_late", "wait_seconds": 60})
+    report = verify(settings.model_copy(update={"verify": section}))
+    assert report.equal, report.render()
+    errors = f"SELECT count() FROM `{ch_database}`.by_late_kafka_errors"
+    assert clickhouse.command(errors) == 0

@@ -1,0 +1,88 @@
+"""A new Kafka-engine subscriber of a topic whose structs gained fields: ClickHouse's Avro
+reader (26.9) refuses a message whose record has fewer fields than the table's tuple ("The
+number of leaves in record doesn't match the number of elements in tuple"), even with
+input_format_avro_allow_missing_fields, so a Kafka table made from the latest schema loses
+every older message to `<table>_kafka_errors`. A new engine group therefore:
+1. looks at the first message of the generation in each partition: the schema ids of a
+   partition only grow within a generation, so if that message's struct columns have the
+   latest schema's shapes, the engine reads every message (`older_shapes`);
+2. else has its table loaded from the lake at the bootstrap's boundary (consumer/rebuild.py
+   from the lake), and starts where the changes after it begin: every message from there on
+   was written with the latest schema;
+3. else (ClickHouse cannot read the Delta table) is refused, naming what works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer
+
+from consumer import offsets
+from consumer.kafka_engine_evolve import TIMEOUT_S, framed_at
+from consumer.lake import LakeUnreadableError
+from consumer.rebuild import builder_group, rebuild
+from consumer.registry import Schemas
+from consumer.settings import ConsumerSettings
+from schemas.clickhouse import columns
+from schemas.errors import ConfigError
+from schemas.progress import Generation
+
+
+def older_shapes(
+    kafka: Mapping[str, Any], topic: str, generation: Generation, schemas: Schemas, latest: int
+) -> list[str]:
+    """Step 1: the struct columns whose shape in a generation's first messages is not the
+    latest schema's (none when every partition starts with the latest shapes)."""
+    newest = _structs(schemas.by_id(latest) or {"fields": []})
+    probe = Consumer(
+        {
+            **kafka,
+            "group.id": "cdfbridge-kafka-engine-probe",  # assign() only: never joins
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,
+            "auto.offset.reset": "earliest",  # a start compaction passed: the first left
+        }
+    )
+    differing: set[str] = set()
+    try:
+        for partition in sorted(
+            probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+        ):
+            start = generation.start.get(partition, 0)
+            found = framed_at(probe, topic, partition, start, 2**62)
+            if found is None or found[1] == latest:
+                continue
+            older = _structs(schemas.by_id(found[1]) or {"fields": []})
+            differing |= {name for name, kind in older.items() if newest.get(name, kind) != kind}
+    finally:
+        probe.close()
+    return sorted(differing)
+
+
+def bootstrapped(settings: ConsumerSettings, engine_group: str, shapes: list[str]) -> None:
+    """Steps 2 and 3: the table loaded from the lake, and the engine's group set to follow
+    the topic from there."""
+    topic = settings.consumer.topic
+    builder = builder_group(engine_group, "bootstrap")
+    try:
+        rebuild(settings, builder, "lake", move_live=False)
+    except LakeUnreadableError as exc:
+        raise ConfigError(
+            f"topic {topic} holds messages whose struct columns ({', '.join(shapes)}) have "
+            "fewer fields than its latest schema; ClickHouse's Avro reader cannot read them "
+            "into the table, so a new Kafka-engine subscriber would lose their rows, and "
+            f"ClickHouse cannot load the Delta table instead ({exc}). Let ClickHouse read the "
+            "table (consumer.lake_location, [storage]) and apply again, or read the topic "
+            "with `cdfbridge-consumer run`"
+        ) from exc
+    kafka = settings.kafka.client_config()
+    offsets.reset(kafka, engine_group, offsets.at(topic, offsets.committed(kafka, builder, topic)))
+
+
+def _structs(value_schema: dict[str, Any]) -> dict[str, str]:
+    """The columns holding a tuple (a struct, or structs in arrays and maps), with types."""
+    return {name: kind for name, kind in columns(value_schema) if "Tuple(" in kind}
