@@ -28,6 +28,7 @@ from consumer import offsets
 from consumer.auto_rebuild import behind, rebuilt
 from consumer.generation import marked
 from consumer.kafka_engine import errors_pump, pump, queue
+from consumer.kafka_engine_evolve import built_from
 from consumer.placement import Placement
 from consumer.rebuild import builder_group
 from consumer.settings import ConsumerSettings
@@ -73,7 +74,7 @@ def _resumed(
     """A rebuilt table whose Kafka table is missing: the generation's group, set where the
     rows reach when it has no offsets; None for generation 0 or an engine in place."""
     found = marked(placement.client, target)
-    if not found.generation or existing_columns(placement.client, queue(target)) is not None:
+    if not found.generation or built_from(placement.client, target) is not None:
         return None
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
     new = f"{group}-g{found.generation}"

@@ -7,10 +7,14 @@ SIGTERM:
 1. plan each topic's DDL from the registry's latest schemas;
 2. apply it: what is in place and current is left alone, what is missing or older is made;
 3. a topic whose apply fails is logged, reported by /health and tried again next round;
-   the others go on.
+   the others go on;
+4. the messages the engine could not parse (`<table>_kafka_errors`) are counted: rows there
+   are rows missing from the table, so /health reports them until someone deals with them
+   (a rebuild, then TRUNCATE of the errors table).
 
-Its port (consumer.metrics_port) serves /metrics (each topic's last applied round and
-failures) and /health (503 while a topic's last apply failed).
+Its port (consumer.metrics_port) serves /metrics (each topic's last applied round,
+failures and unparsed messages) and /health (503 while a topic's last apply failed or its
+errors table holds messages).
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from consumer import kafka_engine_plan
 from consumer.health import serve
+from consumer.kafka_engine import errors
 from consumer.settings import ConsumerSettings
 from consumer.topics import resolve
 from schemas.errors import CdfBridgeError
+from services.clickhouse_client import connect
+from services.clickhouse_errors import sorted_errors
 
 log = logging.getLogger(__name__)
 PREFIX = "cdfbridge_consumer_kafka_engine_"
@@ -51,9 +58,22 @@ class EngineWatch:
         self.failed = Counter(
             f"{PREFIX}apply_failures", "Applies of the topic's DDL that failed", topic, registry=r
         )
+        self.unparsed = Gauge(
+            f"{PREFIX}unparsed_messages",
+            "Messages the engine could not parse, in <table>_kafka_errors",
+            topic,
+            registry=r,
+        )
+        self.unparsed_by_topic: dict[str, int] = {}
 
     def problems(self) -> list[str]:
-        return [f"topic {topic}: {why}" for topic, why in sorted(self.failures.items())]
+        failed = [f"topic {topic}: {why}" for topic, why in sorted(self.failures.items())]
+        unparsed = [
+            f"topic {topic}: {count} messages in its Kafka engine's errors table"
+            for topic, count in sorted(self.unparsed_by_topic.items())
+            if count
+        ]
+        return failed + unparsed
 
     def run(self) -> None:
         """Rounds until stop is set; each topic's failure is its own (step 3)."""
@@ -70,6 +90,7 @@ class EngineWatch:
         try:
             chosen = kafka_engine_plan.plan(each, self.group, self.num_consumers, nullable_tuple)
             kafka_engine_plan.apply(each, chosen)  # 1., 2.
+            count = unparsed(each)  # 4.
         except CdfBridgeError as exc:  # 3.
             self.failures[topic] = str(exc)[:500]
             self.failed.labels(topic).inc()
@@ -82,6 +103,15 @@ class EngineWatch:
             log.info("the Kafka engine's DDL is applied", extra={"topic": topic})
         self.done.add(topic)
         self.applied.labels(topic).set(time.time())
+        self.unparsed_by_topic[topic] = count
+        self.unparsed.labels(topic).set(count)
+
+
+def unparsed(settings: ConsumerSettings) -> int:
+    """Rows in the target's `<table>_kafka_errors`."""
+    table = errors(settings.target()).name
+    with sorted_errors(settings.clickhouse.url):
+        return int(str(connect(settings.clickhouse).command(f"SELECT count() FROM {table}")))  # noqa: S608 - quoted
 
 
 def watch(settings: ConsumerSettings, group: str, num_consumers: int) -> None:

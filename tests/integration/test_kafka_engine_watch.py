@@ -8,12 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
 from consumer.generation import held
 from schemas.errors import CdfBridgeError
@@ -39,6 +41,14 @@ def _equal(endpoints: Endpoints, database: str, path: str) -> bool:
         return verify(settings).equal
     except CdfBridgeError:  # no table yet
         return False
+
+
+def _health(port: int) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
 
 
 def _until(
@@ -81,8 +91,7 @@ def test_the_watch_follows_a_new_column_and_a_resync_by_itself(
 
     try:
         _until(lambda: _equal(endpoints, ch_database, mapped), "equal", said)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as answer:
-            assert answer.status == 200
+        assert _health(port)[0] == 200
 
         spark.sql(f"ALTER TABLE delta.`{mapped}` ADD COLUMNS (city STRING)")
         spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('5', 'eve', 25, 'Oslo')")
@@ -96,6 +105,14 @@ def test_the_watch_follows_a_new_column_and_a_resync_by_itself(
         target = Target(ch_database, "t")
         _until(lambda: held(clickhouse, target) == 1, "rebuilt for generation 1", said)
         _until(lambda: _equal(endpoints, ch_database, mapped), "equal after the resync", said)
+        assert _health(port) == (200, "ok\n")
+
+        # A message the engine cannot parse is a row missing from the table: not healthy.
+        garbage = Producer({"bootstrap.servers": endpoints.kafka})
+        garbage.produce(topic, b"not avro", b"k")
+        garbage.flush(10)
+        _until(lambda: "errors table" in _health(port)[1], "unhealthy", said)
+        assert _health(port)[0] == 503
     finally:
         watcher.send_signal(signal.SIGTERM)
         code = watcher.wait(60)
