@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 
 from consumer import offsets
 from consumer.kafka_engine_evolve import TIMEOUT_S, framed_at
@@ -28,6 +28,8 @@ from consumer.settings import ConsumerSettings
 from schemas.clickhouse import columns
 from schemas.errors import ConfigError
 from schemas.progress import Generation
+from services.kafka_errors import error_of
+from services.service_errors import client_failure
 
 
 def older_shapes(
@@ -47,19 +49,34 @@ def older_shapes(
             "auto.offset.reset": "earliest",  # a start compaction passed: the first left
         }
     )
-    differing: set[str] = set()
     try:
-        for partition in sorted(
-            probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
-        ):
-            start = generation.start.get(partition, 0)
-            found = framed_at(probe, topic, partition, start, 2**62)
-            if found is None or found[1] == latest:
-                continue
-            older = _structs(schemas.by_id(found[1]) or {"fields": []})
-            differing |= {name for name, kind in older.items() if newest.get(name, kind) != kind}
+        return _differing(probe, topic, generation, schemas, latest, newest)
+    except KafkaException as exc:
+        where = str(kafka.get("bootstrap.servers", "?"))
+        raise client_failure(
+            error_of(exc), where, f"reading the first messages of {topic}"
+        ) from exc
     finally:
         probe.close()
+
+
+def _differing(
+    probe: Consumer,
+    topic: str,
+    generation: Generation,
+    schemas: Schemas,
+    latest: int,
+    newest: dict[str, str],
+) -> list[str]:
+    """Each partition's first framed message of the generation, its struct columns compared."""
+    differing: set[str] = set()
+    partitions = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+    for partition in sorted(partitions):
+        found = framed_at(probe, topic, partition, generation.start.get(partition, 0), 2**62)
+        if found is None or found[1] == latest:
+            continue
+        older = _structs(schemas.by_id(found[1]) or {"fields": []})
+        differing |= {name for name, kind in older.items() if newest.get(name, kind) != kind}
     return sorted(differing)
 
 
