@@ -1,14 +1,18 @@
-"""A new Kafka-engine subscriber of a topic whose structs gained fields: ClickHouse's Avro
-reader (26.9) refuses a message whose record has fewer fields than the table's tuple ("The
-number of leaves in record doesn't match the number of elements in tuple"), even with
+"""A Kafka-engine group about to read messages whose structs have fewer fields than the
+latest schema's: ClickHouse's Avro reader (26.9) refuses such a message ("The number of
+leaves in record doesn't match the number of elements in tuple"), even with
 input_format_avro_allow_missing_fields, so a Kafka table made from the latest schema loses
-every older message to `<table>_kafka_errors`. A new engine group therefore:
-1. looks at the first message of the generation in each partition: the schema ids of a
+them to `<table>_kafka_errors`. That is a new subscriber of a topic whose structs gained
+fields (from the generation's start), and an engine brought to a newer schema after two
+struct additions (from the first message newer than its table: the middle schema's). So
+before such a group reads:
+1. look at the first message it would read in each partition: the schema ids of a
    partition only grow within a generation, so if that message's struct columns have the
    latest schema's shapes, the engine reads every message (`older_shapes`);
 2. else has its table loaded from the lake at the bootstrap's boundary (consumer/rebuild.py
    from the lake), and starts where the changes after it begin: every message from there on
-   was written with the latest schema;
+   was written with the latest schema; what the engine failed to parse before is in the
+   table now, so `<table>_kafka_errors` is emptied;
 3. else (ClickHouse cannot read the Delta table) is refused, naming what works.
 """
 
@@ -20,23 +24,31 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 
 from consumer import offsets
+from consumer.kafka_engine import errors
 from consumer.kafka_engine_evolve import TIMEOUT_S, framed_at
 from consumer.lake import LakeUnreadableError
+from consumer.placement import Placement
 from consumer.rebuild import builder_group, rebuild
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from schemas.clickhouse import columns
 from schemas.errors import ConfigError
-from schemas.progress import Generation
+from services.clickhouse_client import connect
+from services.clickhouse_errors import sorted_errors
 from services.kafka_errors import error_of
 from services.service_errors import client_failure
 
 
 def older_shapes(
-    kafka: Mapping[str, Any], topic: str, generation: Generation, schemas: Schemas, latest: int
+    kafka: Mapping[str, Any],
+    topic: str,
+    starts: dict[int, int],
+    schemas: Schemas,
+    latest: int,
+    default: int | None = 0,
 ) -> list[str]:
-    """Step 1: the struct columns whose shape in a generation's first messages is not the
-    latest schema's (none when every partition starts with the latest shapes)."""
+    """Step 1: the struct columns whose shape in the first messages from `starts` (per
+    partition; `default` for one not in it, None: not read) is not the latest schema's."""
     newest = _structs(schemas.by_id(latest) or {"fields": []})
     probe = Consumer(
         {
@@ -50,7 +62,7 @@ def older_shapes(
         }
     )
     try:
-        return _differing(probe, topic, generation, schemas, latest, newest)
+        return _differing(probe, topic, starts, default, schemas, latest, newest)
     except KafkaException as exc:
         where = str(kafka.get("bootstrap.servers", "?"))
         raise client_failure(
@@ -63,16 +75,18 @@ def older_shapes(
 def _differing(
     probe: Consumer,
     topic: str,
-    generation: Generation,
+    starts: dict[int, int],
+    default: int | None,
     schemas: Schemas,
     latest: int,
     newest: dict[str, str],
 ) -> list[str]:
-    """Each partition's first framed message of the generation, its struct columns compared."""
+    """Each partition's first framed message from its start, its struct columns compared."""
     differing: set[str] = set()
     partitions = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
     for partition in sorted(partitions):
-        found = framed_at(probe, topic, partition, generation.start.get(partition, 0), 2**62)
+        start = starts.get(partition, default)
+        found = None if start is None else framed_at(probe, topic, partition, start, 2**62)
         if found is None or found[1] == latest:
             continue
         older = _structs(schemas.by_id(found[1]) or {"fields": []})
@@ -91,13 +105,18 @@ def bootstrapped(settings: ConsumerSettings, engine_group: str, shapes: list[str
         raise ConfigError(
             f"topic {topic} holds messages whose struct columns ({', '.join(shapes)}) have "
             "fewer fields than its latest schema; ClickHouse's Avro reader cannot read them "
-            "into the table, so a new Kafka-engine subscriber would lose their rows, and "
+            "into the table, so the Kafka engine's group would lose their rows, and "
             f"ClickHouse cannot load the Delta table instead ({exc}). Let ClickHouse read the "
             "table (consumer.lake_location, [storage]) and apply again, or read the topic "
             "with `cdfbridge-consumer run`"
         ) from exc
     kafka = settings.kafka.client_config()
     offsets.reset(kafka, engine_group, offsets.at(topic, offsets.committed(kafka, builder, topic)))
+    # What the engine failed to parse before is in the table now, loaded from the lake.
+    unparsed = errors(settings.target()).name
+    with sorted_errors(settings.clickhouse.url):
+        placement = Placement.of(settings.clickhouse, connect(settings.clickhouse))
+        placement.ddl(lambda on: f"TRUNCATE TABLE IF EXISTS {unparsed}{on}")
 
 
 def _structs(value_schema: dict[str, Any]) -> dict[str, str]:

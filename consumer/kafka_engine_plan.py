@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from consumer import history, offsets, table
 from consumer.kafka_engine import KafkaSource, engine_statements, statements
-from consumer.kafka_engine_evolve import evolve
+from consumer.kafka_engine_evolve import built_from, evolve
 from consumer.kafka_engine_late import bootstrapped, older_shapes
 from consumer.kafka_engine_rebuild import rebuilt_group
 from consumer.placement import Placement
@@ -123,11 +123,27 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         )
         kafka = settings.kafka.client_config()
         source = chosen.source
+        before = built_from(placement.client, chosen.target)
         group = evolve(
             placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
         )
-        chosen = replace(chosen, source=replace(source, group=group))
+    if before is not None and before.schema_id < chosen.schema_id:  # a re-read, just set
+        _readable(settings, chosen, group)
+    chosen = replace(chosen, source=replace(source, group=group))
+    with sorted_errors(settings.clickhouse.url):
         placement.ddl_each(chosen.engine_ddl)
+
+
+def _readable(settings: ConsumerSettings, chosen: Plan, group: str) -> None:
+    """An engine brought to a newer schema re-reads from the first message newer than its
+    table: after two struct additions, the middle schema's, which it cannot read; its table
+    is then loaded from the lake and the group set after it (consumer/kafka_engine_late.py)."""
+    kafka, topic = settings.kafka.client_config(), chosen.source.topic
+    schemas = Schemas(settings.schema_registry.client_config())
+    starts = offsets.committed(kafka, group, topic)
+    shapes = older_shapes(kafka, topic, starts, schemas, chosen.schema_id, default=None)
+    if shapes:
+        bootstrapped(settings, group, shapes)
 
 
 def _first_read(settings: ConsumerSettings, chosen: Plan) -> None:
@@ -147,7 +163,7 @@ def _first_read(settings: ConsumerSettings, chosen: Plan) -> None:
     if any(p.committed >= 0 for p in found):
         return
     schemas = Schemas(settings.schema_registry.client_config())
-    shapes = older_shapes(kafka, topic, generation, schemas, chosen.schema_id)
+    shapes = older_shapes(kafka, topic, generation.start, schemas, chosen.schema_id)
     if shapes:
         bootstrapped(settings, group, shapes)
     elif generation.start:

@@ -16,6 +16,7 @@ from tests.integration.consumer_support import consumer_env, resolved, wait_unti
 from tests.integration.test_verify import consume
 from tests.producer_helpers import publish
 from verify.check import verify
+from verify.settings import VerifySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 SCHEMA = "id BIGINT, addr STRUCT<street: STRING>, tags ARRAY<STRUCT<k: STRING>>, " + (
@@ -84,3 +85,52 @@ def test_fields_added_inside_structs_reach_both_consumers_tables(
     assert report.equal, report.render()
     errors = f"SELECT count() FROM `{ch_database}`.by_late_kafka_errors"
     assert clickhouse.command(errors) == 0
+
+
+def test_an_engine_applied_after_two_struct_additions_ends_equal_with_no_errors_left(
+    spark: Any,
+    endpoints: Endpoints,
+    clickhouse: Any,
+    ch_database: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, topic = str(tmp_path / "twice"), unique("twice")
+    table = f"delta.`{path}`"
+    spark.sql(
+        f"CREATE TABLE {table} (id BIGINT, addr STRUCT<street: STRING>) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    spark.sql(f"INSERT INTO {table} VALUES (1, named_struct('street', 's1'))")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=1)
+    consumer_env(monkeypatch, endpoints, ch_database)
+    engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
+    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+    settings = _verify_settings(endpoints, ch_database, path, topic, "by_kafka")
+    assert verify(settings).equal
+
+    spark.sql(f"ALTER TABLE {table} ADD COLUMNS (addr.country STRING)")  # 2
+    spark.sql(f"INSERT INTO {table} VALUES (2, named_struct('street', 's2', 'country', 'fr'))")
+    spark.sql(f"ALTER TABLE {table} ADD COLUMNS (addr.zip STRING)")  # 4
+    spark.sql(
+        f"INSERT INTO {table} VALUES (3, named_struct('street', 's3', 'country', 'de', "
+        "'zip', 'z3'))"
+    )
+    publish(spark, endpoints, path, "id", topic=topic, until_version=5)
+
+    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0  # two schemas newer
+
+    report = verify(settings)
+    assert report.equal, report.render()
+    errors = f"SELECT count() FROM `{ch_database}`.by_kafka_kafka_errors"
+    assert clickhouse.command(errors) == 0
+
+
+def _verify_settings(
+    endpoints: Endpoints, database: str, path: str, topic: str, table: str
+) -> VerifySettings:
+    return VerifySettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        clickhouse={"url": endpoints.clickhouse, "database": database},
+        verify={"table": path, "topic": topic, "clickhouse_table": table, "wait_seconds": 60},
+    )
