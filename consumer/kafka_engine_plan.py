@@ -103,8 +103,10 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
     """With `rebuild = "auto"`, rebuild a table behind its topic's generation first
     (consumer/kafka_engine_rebuild.py); check that the topic holds what the engine's group
     needs, create (or check) the target table, bring Kafka-engine objects made from an older
-    value schema up to the latest (consumer/kafka_engine_evolve.py), then create the Kafka
-    table and its views where missing."""
+    value schema up to the latest (consumer/kafka_engine_evolve.py), load the table from the
+    lake where the engine's group would start at messages it cannot parse
+    (consumer/kafka_engine_late.py), then create the Kafka table and its views where
+    missing."""
     with sorted_errors(settings.clickhouse.url):
         placement = Placement.of(settings.clickhouse, connect(settings.clickhouse))
         moved = rebuilt_group(placement, settings, chosen.target, chosen.source.group)
