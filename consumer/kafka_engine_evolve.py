@@ -105,16 +105,7 @@ def starts(kafka: Mapping[str, Any], group: str, topic: str, built: int) -> list
     """Where a new group takes over from group in each partition group has read: at the
     first message of a schema newer than built that group read, else where group stands.
     built 0 (unknown): where group stands."""
-    probe = Consumer(
-        {
-            **kafka,
-            "group.id": group,  # committed() only: never joins
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
-        }
-    )
+    probe = reader(kafka, group)  # committed() only: never joins
     try:
         partitions = sorted(probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions)
         asked = [TopicPartition(topic, p) for p in partitions]
@@ -128,6 +119,23 @@ def starts(kafka: Mapping[str, Any], group: str, topic: str, built: int) -> list
         return moved
     finally:
         probe.close()
+
+
+def reader(kafka: Mapping[str, Any], group: str) -> Consumer:
+    """A read_committed consumer that assign()s and reads single messages (framed_at), and
+    says where a partition ends; it never joins `group` nor commits. A start that
+    compaction or retention passed reads from the first message left."""
+    return Consumer(
+        {
+            **kafka,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,
+            "auto.offset.reset": "earliest",
+        }
+    )
 
 
 def _first_newer(probe: Consumer, committed: TopicPartition, low: int, built: int) -> int:

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaException
 
 from consumer import offsets
 from consumer.kafka_engine import errors
-from consumer.kafka_engine_evolve import TIMEOUT_S, framed_at
+from consumer.kafka_engine_evolve import TIMEOUT_S, framed_at, reader
 from consumer.lake import LakeUnreadableError
 from consumer.placement import Placement
 from consumer.rebuild import builder_group, rebuild
@@ -50,17 +50,7 @@ def older_shapes(
     """Step 1: the struct columns whose shape in the first messages from `starts` (per
     partition; `default` for one not in it, None: not read) is not the latest schema's."""
     newest = _structs(schemas.by_id(latest) or {"fields": []})
-    probe = Consumer(
-        {
-            **kafka,
-            "group.id": "cdfbridge-kafka-engine-probe",  # assign() only: never joins
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
-            "auto.offset.reset": "earliest",  # a start compaction passed: the first left
-        }
-    )
+    probe = reader(kafka, "cdfbridge-kafka-engine-probe")
     try:
         return _differing(probe, topic, starts, default, schemas, latest, newest)
     except KafkaException as exc:

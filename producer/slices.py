@@ -111,13 +111,6 @@ def check_unique(rows: pa.Table, table: str, encoding: Encoding) -> None:
         seen[(order, key)] = at
 
 
-def _commit_and_key(rows: pa.Table) -> pa.Array:
-    """Per row, its commit version's digits and its key bytes, as one binary value."""
-    commit = pc.cast(pc.cast(pc.divide(rows.column(ORDER), 2), pa.string()), pa.binary())
-    # Key bytes start with the wire format's zero byte, which no version's digits hold.
-    return pc.binary_join_element_wise(commit, rows.column(KEY), b"")
-
-
 def rewritten_keys(rows: pa.Table) -> pa.Table:
     """rows without the preimages (encoded as deletes) whose key has a surviving row (an
     insert or postimage) in the same commit: what is left of them deletes the keys that
@@ -126,7 +119,9 @@ def rewritten_keys(rows: pa.Table) -> pa.Table:
     preimage = rows.column(PREIMAGE)
     if not len(rows) or not pc.any(preimage).as_py():
         return rows
-    change = _commit_and_key(rows)
+    commit = pc.cast(pc.cast(pc.divide(rows.column(ORDER), 2), pa.string()), pa.binary())
+    # Key bytes start with the wire format's zero byte, which no version's digits hold.
+    change = pc.binary_join_element_wise(commit, rows.column(KEY), b"")
     survivor = pc.invert(pc.or_(preimage, rows.column(IS_DELETE)))
     kept = pc.is_in(change, value_set=pc.filter(change, survivor))
     return rows.filter(pc.invert(pc.and_(preimage, kept)))

@@ -149,3 +149,17 @@ def wait_until_resolved_as(
         assert time.monotonic() < deadline, f"{table} does not resolve as {other} after 90 s"
         time.sleep(0.5)
     return wanted
+
+
+def verify_settings(
+    endpoints: Endpoints, database: str, path: str, table: str = "t", **verify: Any
+) -> Any:
+    """cdfbridge-verify's settings for the Delta table at path against `table` in database;
+    `verify` adds to its section (topic, latest, wait_seconds)."""
+    from verify.settings import VerifySettings
+
+    return VerifySettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        clickhouse={"url": endpoints.clickhouse, "database": database},
+        verify={"table": path, "clickhouse_table": table, **verify},
+    )

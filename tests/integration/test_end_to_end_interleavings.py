@@ -17,21 +17,16 @@ from consumer.rebuild import bootstrap, rebuild
 from producer import resync_command
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env
+from tests.integration.consumer_support import consumer_env, verify_settings
 from tests.integration.consumer_support import settings as consumer_settings
 from tests.producer_helpers import publish
 from verify.check import verify
-from verify.settings import VerifySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
 def _equal(endpoints: Endpoints, database: str, path: str, topic: str, table: str) -> None:
-    settings = VerifySettings(
-        kafka={"bootstrap_servers": endpoints.kafka},
-        clickhouse={"url": endpoints.clickhouse, "database": database},
-        verify={"table": path, "topic": topic, "clickhouse_table": table, "wait_seconds": 90},
-    )
+    settings = verify_settings(endpoints, database, path, table, topic=topic, wait_seconds=90)
     report = verify(settings)
     assert report.equal, f"{table}: {report.render()}"
 

@@ -22,23 +22,17 @@ from schemas.errors import CdfBridgeError
 from schemas.target import Target
 from tests.conftest import free_port
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env
+from tests.integration.consumer_support import consumer_env, verify_settings
 from tests.integration.test_column_mapping import create_mapped
 from tests.producer_helpers import publish
 from verify.check import verify
-from verify.settings import VerifySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
 def _equal(endpoints: Endpoints, database: str, path: str) -> bool:
-    settings = VerifySettings(
-        kafka={"bootstrap_servers": endpoints.kafka},
-        clickhouse={"url": endpoints.clickhouse, "database": database},
-        verify={"table": path, "clickhouse_table": "t", "latest": True},
-    )
     try:
-        return verify(settings).equal
+        return bool(verify(verify_settings(endpoints, database, path, latest=True)).equal)
     except CdfBridgeError:  # no table yet
         return False
 

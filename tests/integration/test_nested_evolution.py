@@ -12,11 +12,15 @@ import pytest
 from consumer.cli import main
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env, resolved, wait_until_resolved_as
+from tests.integration.consumer_support import (
+    consumer_env,
+    resolved,
+    verify_settings,
+    wait_until_resolved_as,
+)
 from tests.integration.test_verify import consume
 from tests.producer_helpers import publish
 from verify.check import verify
-from verify.settings import VerifySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 SCHEMA = "id BIGINT, addr STRUCT<street: STRING>, tags ARRAY<STRUCT<k: STRING>>, " + (
@@ -106,7 +110,9 @@ def test_an_engine_applied_after_two_struct_additions_ends_equal_with_no_errors_
     consumer_env(monkeypatch, endpoints, ch_database)
     engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
     assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
-    settings = _verify_settings(endpoints, ch_database, path, topic, "by_kafka")
+    settings = verify_settings(
+        endpoints, ch_database, path, "by_kafka", topic=topic, wait_seconds=60
+    )
     assert verify(settings).equal
 
     spark.sql(f"ALTER TABLE {table} ADD COLUMNS (addr.country STRING)")  # 2
@@ -124,13 +130,3 @@ def test_an_engine_applied_after_two_struct_additions_ends_equal_with_no_errors_
     assert report.equal, report.render()
     errors = f"SELECT count() FROM `{ch_database}`.by_kafka_kafka_errors"
     assert clickhouse.command(errors) == 0
-
-
-def _verify_settings(
-    endpoints: Endpoints, database: str, path: str, topic: str, table: str
-) -> VerifySettings:
-    return VerifySettings(
-        kafka={"bootstrap_servers": endpoints.kafka},
-        clickhouse={"url": endpoints.clickhouse, "database": database},
-        verify={"table": path, "topic": topic, "clickhouse_table": table, "wait_seconds": 60},
-    )

@@ -16,22 +16,17 @@ from services.progress_topic import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
+from tests.integration.consumer_support import verify_settings
 from tests.integration.test_large_versions import ROWS, write
 from tests.integration.test_producer_recovery import producer_process, wait_for_messages
 from verify.check import verify
-from verify.settings import VerifySettings
 
 pytestmark = pytest.mark.integration
 FLAGS = ["--snapshot", "--until-version", "1", "--max-rows-per-chunk", str(ROWS // 100)]
 
 
 def _equal(endpoints: Endpoints, database: str, path: str, topic: str) -> bool:
-    settings = VerifySettings(
-        kafka={"bootstrap_servers": endpoints.kafka},
-        clickhouse={"url": endpoints.clickhouse, "database": database},
-        verify={"table": path, "topic": topic, "clickhouse_table": "t"},
-    )
-    return verify(settings).equal
+    return bool(verify(verify_settings(endpoints, database, path, topic=topic)).equal)
 
 
 def test_a_rebuild_refuses_a_snapshot_its_stopped_producer_published_in_part(
