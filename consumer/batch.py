@@ -2,7 +2,7 @@
 
 A batch keeps only the values of one (topic, partition), in offset order, and its first
 and last offset: tombstones (null values) stay in so that committing moves past them, and
-are left out of the insert. Holding the Message objects instead would cost ~0.5 KiB each
+are left out of the insert, unless they carry their delete (consumer/tombstones.py). Holding the Message objects instead would cost ~0.5 KiB each
 and make the garbage collector walk them all. Messages arrive in chunks (one consume()
 call), split per partition with C-level map() and list slices: no per-message bytecode.
 """
@@ -18,6 +18,8 @@ from typing import cast
 
 from confluent_kafka import Message, TopicPartition
 
+from consumer.tombstones import payloads
+
 TopicPartitionKey = tuple[str, int]
 # Commit metadata naming the last offset of the batch in flight (consumer/commit.py): after
 # a crash or a rewind, the batch is cut at the same offset again (Batcher.cut_at).
@@ -27,7 +29,6 @@ INTENT = "cdfbridge:batch-end="
 _TOPIC = cast(Callable[[Message], str], Message.topic)
 _PARTITION = cast(Callable[[Message], int], Message.partition)
 _OFFSET = cast(Callable[[Message], int], Message.offset)
-_VALUE = cast(Callable[[Message], bytes | None], Message.value)
 
 
 def recorded_end(committed: TopicPartition) -> int | None:
@@ -44,7 +45,7 @@ class PartitionBatch:
     partition: int
     first_offset: int
     last_offset: int = -1
-    payloads: list[bytes | None] = field(default_factory=list)  # values, tombstones as None
+    payloads: list[bytes | None] = field(default_factory=list)  # values; bare tombstones: None
     nbytes: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -124,7 +125,7 @@ class Batcher:
                 done.append(self._close(key))
                 continue
             part, chunk = chunk[:take], chunk[take:]
-            batch.payloads += map(_VALUE, part)
+            batch.payloads += payloads(part)
             batch.last_offset = _OFFSET(part[-1])
             batch.nbytes += sum(map(len, part))  # len(message) is its value's length
             full = batch.rows >= self.limits.rows or batch.nbytes >= self.limits.nbytes

@@ -1,7 +1,7 @@
 """Find the bad messages of a batch ClickHouse refused, so that only they go to the DLQ.
 
 Runs only after an insert failed on its data, so per-message Python is fine here:
-1. decode every value with fastavro: not Confluent-framed, an unknown schema id, or a body
+1. decode every value (a tombstone's carried delete) with fastavro: not Confluent-framed, an unknown schema id, or a body
    that does not decode → poison;
 2. insert the rest; if ClickHouse still refuses, bisect: halves are inserted (each with its
    own dedup token) until the single messages that do not fit the table are found.
@@ -16,6 +16,7 @@ import fastavro
 from confluent_kafka import Message
 
 from consumer.registry import HEADER, Schemas, schema_id
+from consumer.tombstones import payload
 from services.clickhouse_errors import (
     REGISTRY_FETCH_CODES,
     BadDataError,
@@ -33,7 +34,7 @@ def undecodable(
     good: list[Message] = []
     poison: list[Poison] = []
     for message in messages:
-        why = _why_undecodable(message.value() or b"", schemas)
+        why = _why_undecodable(payload(message) or b"", schemas)
         if why is None:
             good.append(message)
         else:

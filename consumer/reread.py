@@ -13,13 +13,15 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from consumer.batch import PartitionBatch
+from consumer.tombstones import payload
 from schemas.errors import ServiceUnavailableError
 
 TIMEOUT_S = 30.0
 
 
 def messages(client_config: Mapping[str, Any], batch: PartitionBatch) -> list[Message]:
-    """The batch's committed messages with a value (tombstones left out), in offset order."""
+    """The batch's committed messages with a payload (bare tombstones left out), in offset
+    order."""
     reader = Consumer(
         {
             **client_config,
@@ -53,7 +55,7 @@ def _read_until(reader: Consumer, last_offset: int) -> list[Message]:
             offset = message.offset()
             if offset is None or offset > last_offset:
                 return found
-            if message.value() is not None:
+            if payload(message) is not None:
                 found.append(message)
                 if offset == last_offset:
                     return found

@@ -23,6 +23,7 @@ from consumer.placement import Placement
 from consumer.registry import HEADER, Schemas, schema_id
 from consumer.settings import ConsumerSettings
 from consumer.sink import Sink
+from consumer.tombstones import payload
 from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
 from schemas.target import Target
@@ -173,8 +174,8 @@ class BatchWriter:
         good, poison = isolate.undecodable(messages, self.schemas)
         poison += isolate.insert_isolating(
             good,
-            # Read again with their values only (reread.messages).
-            lambda part, token: self._insert([m.value() or b"" for m in part], token),
+            # Read again with their payloads only (reread.messages).
+            lambda part, token: self._insert([payload(m) or b"" for m in part], token),
         )
         for message, why in poison:
             self.dead_letters.send(message, why)

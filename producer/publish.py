@@ -17,6 +17,7 @@ from producer.encode import IS_DELETE, KEY, ORDER, VALUE
 from producer.errors import MessageTooLargeError, client_limit, topic_limit
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from schemas.errors import CdfBridgeError
+from schemas.naming import DELETE_HEADER
 from schemas.progress import Part, Position
 from services.kafka_errors import build, passing
 from services.progress_topic import Progress
@@ -144,16 +145,24 @@ class Publisher:
                     key, version, len(value), client_limit(self.max_message_bytes)
                 ) from exc
             if deletes is not None and deletes[i]:
-                self._produce(topic, None, key)  # tombstone after the delete, for compaction
+                # After the delete, for compaction; it carries the delete, which compaction
+                # removes first, for readers behind the log cleaner (schemas/README.md).
+                self._produce(topic, None, key, {DELETE_HEADER: value})
         self._producer.poll(0)
         return len(keys)
 
-    def _produce(self, topic: str, value: bytes | None, key: bytes) -> None:
+    def _produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes,
+        headers: dict[str, str | bytes | None] | None = None,
+    ) -> None:
         """One message, retried alone while librdkafka's local queue is full: a retry never
         sends again what was already queued."""
         while True:
             try:
-                self._producer.produce(topic, value, key)
+                self._producer.produce(topic, value, key, headers=headers)
                 return
             except BufferError:
                 self._producer.poll(0.05)  # let librdkafka drain the queue

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from schemas.naming import REPLAYABLE, default_topic
+from schemas.naming import REPLAYABLE, TOMBSTONE_COMPACTION_LAG, default_topic
 from services.settings import ENV_PREFIX, ConnectionSettings, Section
 from services.spark_session import SparkSection
 from services.storage import StorageSettings
@@ -50,7 +50,8 @@ class SourceSection(Section):
     whose update moved the row to another key is published, as a delete of the old key."""
     tombstones: bool = False
     """Send a null value after each delete, so that compaction removes deleted keys from the
-    topic."""
+    topic. It carries the delete in a header (schemas/README.md); a topic created for it
+    keeps records uncompacted for a day unless topic_config sets min.compaction.lag.ms."""
     partitions: int = Field(default=3, gt=0, description="partitions of a topic we create")
     topic_config: dict[str, str] = Field(default_factory=lambda: dict(REPLAYABLE))
     """Kafka settings of a data topic we create. Compacted, a topic keeps the last change of
@@ -77,6 +78,12 @@ class SourceSection(Section):
             raise ValueError("give --starting-version or --starting-timestamp, not both")
         check_columns(self.primary_key, self.exclude_columns, self.hash_columns, self.table)
         return self
+
+    @property
+    def created_topic_config(self) -> dict[str, str]:
+        """The Kafka settings of the data topic, when the producer creates it."""
+        lag = TOMBSTONE_COMPACTION_LAG if self.tombstones else {}
+        return {**lag, **self.topic_config}
 
     @property
     def topic_name(self) -> str:

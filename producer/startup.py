@@ -99,7 +99,9 @@ def kafka_side(settings: ProducerSettings, steps: Waterfall) -> KafkaSide:
     config, kafka = settings.source, settings.kafka.client_config()
     limit = settings.kafka.max_message_bytes
     with steps.step("topics"):
-        ensure_topics(kafka, config.topic_name, config.partitions, limit, config.topic_config)
+        ensure_topics(
+            kafka, config.topic_name, config.partitions, limit, config.created_topic_config
+        )
     publisher = Publisher(kafka, config.topic_name, config.tombstones, limit)
     try:
         with steps.step("progress"):

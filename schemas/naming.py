@@ -42,6 +42,16 @@ def dlq_topic(topic: str) -> str:
     return f"{topic}.dlq"
 
 
+# The Kafka header of a tombstone (a null value after a delete, with `tombstones = true`): the
+# delete's own value message, byte for byte. Compaction removes the delete record before its
+# tombstone; a reader that resumes behind the log cleaner reads the delete from here.
+DELETE_HEADER = "cdfbridge.delete"
+
+# With tombstones, a topic the producer creates keeps every record uncompacted for a day at
+# least (unless topic_config says otherwise): a reader that cannot read headers, such as
+# ClickHouse's Kafka engine, stays exact while it lags less than that.
+TOMBSTONE_COMPACTION_LAG = {"min.compaction.lag.ms": str(24 * 3600 * 1000)}
+
 # The data topic's Kafka settings when the producer creates it: replayable to the start of
 # every generation for as long as it lives (a compacted topic keeps each key's last change).
 REPLAYABLE = {"cleanup.policy": "compact"}

@@ -52,6 +52,18 @@ def test_tombstones_move_the_offsets_but_are_not_inserted() -> None:
     assert (done.last_offset, done.values()) == (1, [b"v"])
 
 
+def test_a_tombstone_carrying_its_delete_is_inserted_as_that_delete() -> None:
+    batcher = Batcher(Limits())
+    carrying = KafkaMessage(
+        topic="t", partition=0, offset=2, value=None, headers=[("cdfbridge.delete", b"del")]
+    )
+    batcher.extend([message(0, 0), message(0, 1, None), carrying, message(0, 3)])
+
+    [done] = batcher.close()
+
+    assert (done.last_offset, done.values()) == (3, [b"v", b"del", b"v"])
+
+
 def test_recorded_batch_end_cuts_the_first_batch_after_a_restart() -> None:
     batcher = Batcher(Limits(rows=100))
     batcher.cut_at(("t", 0), 2)

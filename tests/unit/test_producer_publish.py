@@ -20,12 +20,14 @@ class QueueFullOnCall:
     def __init__(self, full_on: int) -> None:
         self.full_on, self.calls = full_on, 0
         self.sent: list[tuple[Any, Any]] = []
+        self.headers: list[Any] = []
 
-    def produce(self, topic: str, value: bytes | None, key: bytes) -> None:
+    def produce(self, topic: str, value: bytes | None, key: bytes, headers: Any = None) -> None:
         self.calls += 1
         if self.calls == self.full_on:
             raise BufferError("Local: Queue full")
         self.sent.append((key, value))
+        self.headers.append(headers)
 
     def poll(self, timeout: float) -> int:
         return 0
@@ -49,6 +51,14 @@ def test_a_full_queue_on_the_tombstone_retries_the_tombstone_alone() -> None:
     assert publisher_with(handle)._send(batch()) == 2
 
     assert handle.sent == [(b"k1", b"v1"), (b"k2", b"deleted"), (b"k2", None)]
+
+
+def test_a_tombstone_carries_its_delete_in_a_header() -> None:
+    handle = QueueFullOnCall(full_on=0)
+
+    publisher_with(handle)._send(batch())
+
+    assert handle.headers == [None, None, {"cdfbridge.delete": b"deleted"}]
 
 
 def test_a_full_queue_on_a_value_retries_that_value_once() -> None:

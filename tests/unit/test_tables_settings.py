@@ -163,6 +163,31 @@ def test_resync_and_rebuild_settings_default_to_an_operator_and_a_replayable_top
         TableEntry(table="/data/c", primary_key=["id"], on_incompatible_change="skip")
 
 
+def test_a_topic_created_for_tombstones_keeps_records_a_day_unless_its_config_says() -> None:
+    lake = ProducerSettings(
+        tables=[
+            {"table": "/data/a", "primary_key": "id", "tombstones": True},
+            {"table": "/data/b", "primary_key": "id"},
+        ],
+    )
+    a, b = lake.sources()
+    [c] = ProducerSettings(
+        source={
+            "table": "/data/c",
+            "primary_key": "id",
+            "tombstones": True,
+            "topic_config": {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
+        }
+    ).sources()
+
+    assert a.created_topic_config == {
+        "min.compaction.lag.ms": "86400000",
+        "cleanup.policy": "compact",
+    }
+    assert b.created_topic_config == {"cleanup.policy": "compact"}
+    assert c.created_topic_config["min.compaction.lag.ms"] == "0"
+
+
 def test_the_consumer_rebuilds_by_hand_unless_told_and_reads_the_storage_section() -> None:
     from consumer.settings import load
     from schemas.errors import ConfigError
