@@ -66,7 +66,8 @@ def plan(
     nullable_tuple=False for servers without Nullable(Tuple) (see `nullable_tuples`)."""
     schemas = Schemas(settings.schema_registry.client_config())
     topic = settings.consumer.topic
-    schema_id, value_schema = schemas.latest_value(topic)
+    named = Progress(settings.kafka.client_config(), topic).read().value_schema
+    schema_id, value_schema = schemas.topic_value(topic, named)
     source = KafkaSource.from_settings(
         settings.kafka, topic, group, settings.registry_url_for_clickhouse()
     )

@@ -61,6 +61,14 @@ class Schemas:
             self._parsed[schema_id] = None if schema is None else fastavro.parse_schema(schema)
         return self._parsed[schema_id]
 
+    def topic_value(self, topic: str, named: int | None) -> tuple[int, dict[str, Any]]:
+        """The value schema the topic's generation publishes with: the one its progress
+        record names (`named`, schemas/progress.py), else the subject's latest."""
+        schema = None if named is None else self.by_id(named)
+        if named is not None and schema is not None:
+            return named, schema
+        return self.latest_value(topic)
+
     def latest_value(self, topic: str) -> tuple[int, dict[str, Any]]:
         found = self._call(lambda: self._client.get_latest_version(value_subject(topic)))
         if found is None:

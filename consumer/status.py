@@ -90,7 +90,8 @@ def status(settings: ConsumerSettings) -> Status:
     target = settings.target()
     client = connect(settings.clickhouse)
     rows = current = version = None
-    generation = Progress(settings.kafka.client_config(), c.topic).read().generation
+    position = Progress(settings.kafka.client_config(), c.topic).read()
+    generation = position.generation
     table_holds, latest = 0, None
     with sorted_errors(settings.clickhouse.url):
         if existing_columns(client, target) is not None:
@@ -100,7 +101,8 @@ def status(settings: ConsumerSettings) -> Status:
         built = built_from(client, target)
     engine = None if built is None else built.schema_id
     if engine is not None:
-        latest = Schemas(settings.schema_registry.client_config()).latest_value(c.topic)[0]
+        schemas = Schemas(settings.schema_registry.client_config())
+        latest = schemas.topic_value(c.topic, position.value_schema)[0]
     return Status(
         c.group,
         c.topic,

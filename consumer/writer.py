@@ -29,6 +29,7 @@ from schemas.clickhouse import columns as clickhouse_columns
 from schemas.target import Target
 from services.clickhouse_client import connect
 from services.clickhouse_errors import BadDataError, sorted_errors
+from services.progress_topic import Progress
 
 log = logging.getLogger(__name__)
 _HEADER = itemgetter(slice(0, HEADER))  # magic byte and schema id of a value
@@ -68,8 +69,8 @@ class BatchWriter:
     def create(
         cls, settings: ConsumerSettings, target: Target, schemas: Schemas, dead_letters: DeadLetters
     ) -> BatchWriter:
-        """A writer for the settings' table, which it creates or checks from the topic's
-        latest value schema."""
+        """A writer for the settings' table, which it creates or checks from the value schema
+        of the topic's generation."""
         client = connect(settings.clickhouse, compress=False)  # loopback: CPU matters more
         topic = settings.consumer.topic
         order_by = schemas.order_by(topic, settings.consumer.primary_key)
@@ -88,7 +89,8 @@ class BatchWriter:
             placement,
             schemas.shard_by(topic, settings.consumer.primary_key),
         )
-        writer.prepare(schemas.latest_value(topic)[1])
+        named = Progress(settings.kafka.client_config(), topic).read().value_schema
+        writer.prepare(schemas.topic_value(topic, named)[1])
         return writer
 
     def prepare(self, value_schema: dict[str, Any]) -> None:

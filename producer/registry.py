@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from producer.encode import WireSchema
 from producer.errors import SchemaChangeError
+from producer.evolution import bare, check_additive
 from schemas.naming import key_subject, value_subject
 from services.registry_errors import failure_cause, misconfigured, refused, unavailable
 from services.service_errors import UnreachableError
@@ -40,6 +41,11 @@ class TopicSchemas:
         # A new generation (producer/resync.py): its first schemas replace the topic's,
         # whatever they are, since its consumers rebuild from the generation's start.
         self.new_generation = False
+        # The value schema id the generation's progress record names, compared with after a
+        # restart instead of the subject's latest (schemas/progress.py `value_schema`).
+        self.carried_value: int | None = None
+        # Told each value schema id registered, for the progress records (producer/table.py).
+        self.registered: Callable[[int], None] = lambda schema_id: None
 
     @classmethod
     def connect(cls, registry: SchemaRegistrySettings, topic: str, table: str) -> TopicSchemas:
@@ -62,14 +68,32 @@ class TopicSchemas:
         self.key = self._register(key_subject(self.topic), key, version)
         self.value = self._register(value_subject(self.topic), value, version)
         self.new_generation = False
+        self.registered(self.value.schema_id)
 
     def _carried(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The key and value schemas the topic carries: the last ones used, else, after a
-        restart, the registry's latest. The registry alone would take a renamed or dropped
-        column for a BACKWARD-compatible change (the old field is ignored, the new one null)."""
+        restart, the value schema the progress record names (the subject's latest when it
+        names none) and the key subject's latest. The registry alone would take a renamed or
+        dropped column for a BACKWARD-compatible change (the old field is ignored, the new
+        one null)."""
         if self.key is not None and self.value is not None:
             return self.key.schema, self.value.schema
-        return self._latest(key_subject(self.topic)), self._latest(value_subject(self.topic))
+        value = self._by_id(self.carried_value) if self.carried_value is not None else None
+        if value is None:
+            value = self._latest(value_subject(self.topic))
+        return self._latest(key_subject(self.topic)), value
+
+    def _by_id(self, schema_id: int) -> dict[str, Any] | None:
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            registered = self._call(self.client.get_schema, schema_id)
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == 404:  # a registry that lost it: the latest then
+                return None
+            raise
+        schema: dict[str, Any] = json.loads(registered.schema_str)
+        return schema
 
     def _latest(self, subject: str) -> dict[str, Any] | None:
         from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -131,73 +155,3 @@ class TopicSchemas:
                 raise TlsError("the schema registry", self.url, "schema_registry", tls) from exc
             failure, cause = exc, str(exc)
         raise UnreachableError("the schema registry", self.url, self.attempts, cause) from failure
-
-
-def check_additive(old: dict[str, Any], new: dict[str, Any], table: str, version: int) -> None:
-    """New may only add nullable fields to old, at the top or at the end of a struct (in an
-    array or a map too), or widen a column's type; anything else needs a resync."""
-    before = {f["name"]: f["type"] for f in old["fields"]}
-    after = {f["name"]: f for f in new["fields"]}
-    dropped = sorted(set(before) - set(after))
-    if dropped:
-        raise SchemaChangeError(table, version, f"columns {dropped} were dropped or renamed")
-    retyped = sorted(n for n, kind in before.items() if not extends(after[n]["type"], kind))
-    if retyped:
-        raise SchemaChangeError(table, version, f"columns {retyped} changed type")
-    required = sorted(n for n, f in after.items() if n not in before and "default" not in f)
-    if required:
-        raise SchemaChangeError(table, version, f"new columns {required} are not nullable")
-
-
-# Delta's type widenings that Avro reads as promotions (byte and short are Avro ints too).
-PROMOTIONS = frozenset({("int", "long"), ("int", "double"), ("float", "double")})
-
-
-def extends(new: Any, old: Any) -> bool:
-    """Whether Avro type new is old, old widened (PROMOTIONS, a decimal with more digits on
-    either side of the point), or old with nullable fields (default null) appended to its
-    records, however deep: in unions, array items and map values."""
-    if bare(new) == bare(old) or _widens(bare(new), bare(old)):
-        return True
-    if isinstance(new, list) and isinstance(old, list):
-        return len(new) == len(old) and all(map(extends, new, old))
-    if not (isinstance(new, dict) and isinstance(old, dict)) or new["type"] != old["type"]:
-        return False
-    if new["type"] == "array":
-        return extends(new["items"], old["items"])
-    if new["type"] == "map":
-        return extends(new["values"], old["values"])
-    if new["type"] != "record" or len(new["fields"]) < len(old["fields"]):
-        return False
-    kept, added = new["fields"][: len(old["fields"])], new["fields"][len(old["fields"]) :]
-    return all(
-        n["name"] == o["name"] and extends(n["type"], o["type"])
-        for n, o in zip(kept, old["fields"], strict=True)
-    ) and all("default" in f for f in added)
-
-
-def _widens(new: Any, old: Any) -> bool:
-    if isinstance(new, str) and isinstance(old, str):
-        return (old, new) in PROMOTIONS
-    decimal = isinstance(new, dict) and isinstance(old, dict)
-    if not decimal or new.get("logicalType") != "decimal" or old.get("logicalType") != "decimal":
-        return False
-    scale, old_scale = new.get("scale", 0), old.get("scale", 0)
-    return bool(scale >= old_scale and new["precision"] - scale >= old["precision"] - old_scale)
-
-
-# What an Avro schema says about the bytes; properties such as connect.type or delta.name
-# (added by later releases) and defaults are left out.
-_STRUCTURE = ("type", "items", "values", "logicalType", "precision", "scale", "size", "symbols")
-
-
-def bare(schema: Any) -> Any:
-    """An Avro schema as far as writers and readers of its bytes are concerned."""
-    if isinstance(schema, list):
-        return [bare(branch) for branch in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {key: bare(schema[key]) for key in _STRUCTURE if key in schema}
-    if "fields" in schema:
-        out["fields"] = [(f["name"], bare(f["type"])) for f in schema["fields"]]
-    return out["type"] if list(out) == ["type"] else out  # {"type": "int"} is "int"

@@ -96,6 +96,12 @@ class Position:
     # The columns published hashed (--hash-columns), for a bootstrap from the lake to hash
     # alike; None when the record predates them.
     hashed: tuple[str, ...] | None = None
+    # The registry id of the value schema the generation publishes with: what the producer
+    # compares the table with on a restart, and what consumers build tables from. A
+    # registry may answer a schema it already holds with its old id and no new version
+    # (Confluent Schema Registry), leaving the subject's "latest" at another schema. None
+    # when the record predates it: the subject's latest then.
+    value_schema: int | None = None
 
     @property
     def resync_pending(self) -> bool:
@@ -122,12 +128,14 @@ def encode(
     identity: Identity | None,
     hashed: Iterable[str],
     part: Part | None = None,
+    value_schema: int | None = None,
 ) -> bytes:
     """The progress record saying version is fully published (None: none yet), and part of
     the next one if `part`."""
     named = identity.fields() if identity is not None else {}
     value = {"version": version, **generation.fields(), **named, "hashed": sorted(hashed)}
-    return json.dumps(value | (part.fields() if part else {})).encode()
+    schema = {"value_schema": value_schema} if value_schema is not None else {}
+    return json.dumps(value | schema | (part.fields() if part else {})).encode()
 
 
 def decode(value: bytes | None) -> Position:
@@ -140,6 +148,7 @@ def decode(value: bytes | None) -> Position:
         identity=Identity.of(record),
         part=Part.of(record),
         hashed=tuple(record["hashed"]) if "hashed" in record else None,
+        value_schema=record.get("value_schema"),
     )
 
 

@@ -39,17 +39,23 @@ class Progress:
         self.data_topic, self.topic = topic, progress_topic(topic)
         self.key = record_key(topic)
         self.resync_key = resync_key(topic)
-        # What record() writes besides the version: the producer's generation, table and
-        # hashed columns.
+        # What record() writes besides the version: the producer's generation, table,
+        # hashed columns and value schema.
         self.generation = Generation()
         self.identity: Identity | None = None
         self.hashed: tuple[str, ...] = ()
+        self.value_schema: int | None = None
 
     def record(self, version: int | None, part: Part | None = None) -> tuple[bytes, bytes]:
         """The progress record saying version is fully published (None: none yet), and part
         of the next one if `part`, as (value, key): the producer queues it in the
         transaction that publishes them."""
-        return encode(version, self.generation, self.identity, self.hashed, part), self.key
+        fields = self.generation, self.identity, self.hashed, part, self.value_schema
+        return encode(version, *fields), self.key
+
+    def name_value_schema(self, schema_id: int) -> None:
+        """The value schema id the records name from now on."""
+        self.value_schema = schema_id
 
     def request_resync(self, producer: Any, generation: int) -> None:
         """Queue a resync request (no transaction needed: it is one record of its own)."""

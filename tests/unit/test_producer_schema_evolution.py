@@ -3,7 +3,7 @@
 import pytest
 
 from producer.errors import SchemaChangeError
-from producer.registry import check_additive
+from producer.evolution import check_additive
 from producer.table_schemas import RangeSchemas
 
 

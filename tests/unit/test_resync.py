@@ -9,7 +9,7 @@ from producer.cli import main
 from producer.resync_command import chosen_topic, describe
 from producer.settings import ProducerSettings
 from schemas.errors import ConfigError
-from schemas.progress import Generation, Position
+from schemas.progress import Generation, Position, decode, encode
 
 
 def test_a_generation_round_trips_through_its_progress_record_fields() -> None:
@@ -19,6 +19,13 @@ def test_a_generation_round_trips_through_its_progress_record_fields() -> None:
 
     assert fields == {"generation": 2, "generation_start": {"0": 7, "1": 40}}
     assert Generation.of({"version": 9, **fields}) == generation
+
+
+def test_a_record_names_its_value_schema_and_an_older_record_names_none() -> None:
+    record = encode(4, Generation(1, {0: 3}), None, (), value_schema=199)
+
+    assert decode(record).value_schema == 199
+    assert decode(b'{"version": 4}').value_schema is None
 
 
 def test_a_record_without_a_generation_is_generation_0_and_writes_no_fields() -> None:
