@@ -16,9 +16,10 @@ is followed has a log whose versions start over, and whose later versions are no
 continuation of the ones published. Two signs, each cheap:
 - a `metaData` action whose id is not the followed table's (Delta's `metaData.id`, which a
   table created again does not keep);
-- the commit file of the last version known (read before, or the first one looked at after
-  a start) no longer the same file (its length and modification time): Delta never
-  rewrites a commit file, so a changed one belongs to a new log.
+- the commit file of the last version known (read before, or, at a start, the one of the
+  snapshot loaded, looked at when the log is opened) no longer the same file (its length and modification time):
+  Delta never rewrites a commit file, so a changed one belongs to a new log. The table
+  created again between its load and the first look at its log is caught so too.
 
 Catalog tables, whose log is not a plain path, keep Delta's own detection (DeltaSource).
 """
@@ -79,7 +80,8 @@ class CommitLog(Commits):
     def __init__(self, spark: SparkSession, delta_log: Any) -> None:
         super().__init__()
         # The followed table: its id as loaded, and the commit file last known to be its.
-        self.table_id = str(delta_log.unsafeVolatileSnapshot().metadata().id())
+        snapshot = delta_log.unsafeVolatileSnapshot()
+        self.table_id = str(snapshot.metadata().id())
         self._known: tuple[int, tuple[int, int] | None] | None = None  # (version, its file)
         self._path_of: Any = spark._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
         self._conf = delta_log.newDeltaHadoopConf()
@@ -87,12 +89,18 @@ class CommitLog(Commits):
         self._fs = self._dir.getFileSystem(self._conf)
         self._store = delta_log.store()
         self._probe: tuple[int, Any] | None = None  # the next version and its file's path
+        # The loaded snapshot's commit file, as the file system tells now (a listing and a
+        # look at one file may round times differently on object stores), checked at the
+        # first look at the log.
+        version = int(snapshot.version())
+        self._loaded: tuple[int, tuple[int, int] | None] | None = (version, self._identity(version))
 
     def newest(self, after: int) -> int:
         """The last version of the run of commit files that follows version `after`
         (`after` itself when there is none yet), each new one read and checked to be the
         followed table's (LogReplacedError)."""
         if self._known is None or self._known[0] != after:  # a start: `after` is taken as ours
+            self._check_loaded()
             self._known = (after, self._identity(after))
         version = after
         while self._found(version + 1):
@@ -113,6 +121,17 @@ class CommitLog(Commits):
         known, now = self._known, self._identity(after)
         if known is not None and now is not None and now != known[1]:
             raise LogReplacedError(f"the commit file of its version {after} was written again")
+
+    def _check_loaded(self) -> None:
+        """The newest commit file of the snapshot loaded is still the same file."""
+        if self._loaded is None:
+            return
+        version, loaded = self._loaded
+        now = self._identity(version)
+        if None not in (now, loaded) and now != loaded:
+            why = f"the commit file of its version {version} was written again since its load"
+            raise LogReplacedError(why)
+        self._loaded = None
 
     def _identity(self, version: int) -> tuple[int, int] | None:
         """(length, modification time) of version's commit file; None when it is gone."""

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 
 from producer import resync_command as resync
-from producer.errors import TableRecreatedError, TopicClaimedError
+from producer.commit_log import CommitLog
+from producer.errors import LogReplacedError, TableRecreatedError, TopicClaimedError
 from producer.run import run
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
@@ -119,6 +120,21 @@ def test_a_table_created_again_past_the_published_version_publishes_none_of_its_
         assert (position.version, position.generation.number) == (4, 1)
         new = sorted(r.key["id"] for r in records if r.key["id"] >= 1000)
         assert new == list(range(1000, 1050))
+
+
+def test_a_table_created_again_between_its_load_and_the_first_look_at_its_log_is_caught(
+    spark: Any, tmp_path: Path
+) -> None:
+    from delta.tables import DeltaTable
+
+    path = str(tmp_path / "orders")
+    write(path, 3)  # versions 0-2, all published
+    commits = CommitLog(spark, DeltaTable.forPath(spark, path)._jdt.deltaLog())  # the load
+    shutil.rmtree(path)
+    write(path, 5, first_id=1000)  # another table's versions 0-4, before the first poll
+
+    with pytest.raises(LogReplacedError, match="version 2 was written again since its load"):
+        commits.newest(2)
 
 
 def test_a_second_table_on_a_topic_is_refused_and_the_first_keeps_publishing(
