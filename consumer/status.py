@@ -12,6 +12,7 @@ from clickhouse_connect.driver.client import Client
 from consumer import history, offsets
 from consumer.generation import held
 from consumer.kafka_engine_evolve import built_from
+from consumer.rebuild import SHADOW_SUFFIX
 from consumer.registry import Schemas
 from consumer.settings import ConsumerSettings
 from schemas.changes import COMMIT_VERSION
@@ -39,6 +40,9 @@ class Status:
     engine_schema: int | None = None
     latest_schema: int | None = None
     retention: str | None = None  # what deletes the topic's history (consumer/history.py)
+    # Shadow tables of rebuilds of this table (consumer/rebuild.py): a running rebuild's,
+    # or left by one killed before it dropped its shadow.
+    shadows: tuple[str, ...] = ()
 
     @property
     def lag(self) -> int:
@@ -76,6 +80,11 @@ class Status:
             )
         if self.retention:
             out.append(f"warning: topic {self.topic}: {self.retention}")
+        if self.shadows:
+            out.append(
+                f"rebuild tables of {self.table}: {', '.join(self.shadows)}; one that no "
+                "running rebuild uses was left by a rebuild that stopped: drop it and its _current view"
+            )
         if self.rows is not None and self.held < self.generation.number:
             out.append(
                 f"table {self.table} holds generation {self.held}, from before a resync: "
@@ -99,6 +108,7 @@ def status(settings: ConsumerSettings) -> Status:
             current = int(str(client.command(f"SELECT count() FROM {target.current_view}")))  # noqa: S608
             table_holds = held(client, target)
         built = built_from(client, target)
+        shadows = _shadows(client, target)
     engine = None if built is None else built.schema_id
     if engine is not None:
         schemas = Schemas(settings.schema_registry.client_config())
@@ -116,7 +126,18 @@ def status(settings: ConsumerSettings) -> Status:
         engine,
         latest,
         history.retention(settings.kafka.client_config(), c.topic),
+        shadows,
     )
+
+
+def _shadows(client: Client, target: Target) -> tuple[str, ...]:
+    query = (
+        "SELECT name FROM system.tables WHERE database = {db:String} "
+        "AND startsWith(name, {prefix:String}) AND engine != 'View' ORDER BY name"
+    )
+    prefix = target.table + SHADOW_SUFFIX
+    found = client.query(query, parameters={"db": target.database, "prefix": prefix})
+    return tuple(f"{quote(target.database)}.{quote(name)}" for (name,) in found.result_rows)
 
 
 def _counts(client: Client, target: Target) -> tuple[int, int | None]:

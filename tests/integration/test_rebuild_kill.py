@@ -17,6 +17,7 @@ import pytest
 from consumer.generation import marked
 from consumer.loop import Pipeline
 from consumer.process import run
+from consumer.status import status
 from producer import resync_command
 from services.clickhouse_client import connect
 from tests.endpoints import Endpoints
@@ -60,6 +61,8 @@ def test_a_rebuild_killed_after_its_swap_leaves_the_live_group_where_the_table_e
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-3000:]
     found = marked(connect(into.clickhouse), into.target())
     assert found.generation == 1 and found.start  # swapped in, the group not moved
+    [left] = status(into).shadows  # the older table, swapped out and not dropped
+    assert left.startswith(f"`{ch_database}`.`t__rebuild_")
 
     assert run(into, until_caught_up=True) == []  # the live group, restarted
 

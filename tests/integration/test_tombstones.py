@@ -15,10 +15,10 @@ from consumer.cli import main
 from consumer.loop import Pipeline
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env, verify_settings
+from tests.integration.consumer_support import consumer_env
 from tests.integration.consumer_support import settings as consumer_settings
+from tests.integration.test_end_to_end_interleavings import _equal
 from tests.producer_helpers import publish, read_topic
-from verify.check import verify
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -84,9 +84,3 @@ def _wait_until_the_deletes_are_compacted_away(endpoints: Endpoints, topic: str)
             f"the log cleaner left {len(left)} records of deleted ids after {CLEANER_WAIT_S} s"
         )
         time.sleep(5)
-
-
-def _equal(endpoints: Endpoints, database: str, path: str, topic: str, table: str) -> None:
-    settings = verify_settings(endpoints, database, path, table, topic=topic, wait_seconds=90)
-    report = verify(settings)
-    assert report.equal, f"{table}: {report.render()}"
