@@ -2,8 +2,9 @@
 
 A batch keeps only the values of one (topic, partition), in offset order, and its first
 and last offset: tombstones (null values) stay in so that committing moves past them, and
-are left out of the insert, unless they carry their delete (consumer/tombstones.py). Holding the Message objects instead would cost ~0.5 KiB each
-and make the garbage collector walk them all. Messages arrive in chunks (one consume()
+are left out of the insert, unless they carry their delete (consumer/tombstones.py).
+Holding the Message objects instead would cost ~0.5 KiB each and make the garbage
+collector walk them all. Messages arrive in chunks (one consume()
 call), split per partition with C-level map() and list slices: no per-message bytecode.
 """
 

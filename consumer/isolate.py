@@ -1,8 +1,8 @@
 """Find the bad messages of a batch ClickHouse refused, so that only they go to the DLQ.
 
 Runs only after an insert failed on its data, so per-message Python is fine here:
-1. decode every value (a tombstone's carried delete) with fastavro: not Confluent-framed, an unknown schema id, or a body
-   that does not decode → poison;
+1. decode every value (a tombstone's carried delete) with fastavro: not Confluent-framed,
+   an unknown schema id, or a body that does not decode → poison;
 2. insert the rest; if ClickHouse still refuses, bisect: halves are inserted (each with its
    own dedup token) until the single messages that do not fit the table are found.
 """

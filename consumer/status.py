@@ -83,7 +83,8 @@ class Status:
         if self.shadows:
             out.append(
                 f"rebuild tables of {self.table}: {', '.join(self.shadows)}; one that no "
-                "running rebuild uses was left by a rebuild that stopped: drop it and its _current view"
+                "running rebuild uses was left by a rebuild that stopped: drop it and its "
+                "_current view"
             )
         if self.rows is not None and self.held < self.generation.number:
             out.append(

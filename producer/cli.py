@@ -67,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
         "--tombstones",
         action="store_true",
         default=None,
-        help="send a null value after each delete (compacted topics), carrying the delete in a header",
+        help="send a null value after each delete (compacted topics); it carries the delete",
     )
     source.add_argument(
         "--exclude-columns",

@@ -17,9 +17,9 @@ continuation of the ones published. Two signs, each cheap:
 - a `metaData` action whose id is not the followed table's (Delta's `metaData.id`, which a
   table created again does not keep);
 - the commit file of the last version known (read before, or, at a start, the one of the
-  snapshot loaded, looked at when the log is opened) no longer the same file (its length and modification time):
-  Delta never rewrites a commit file, so a changed one belongs to a new log. The table
-  created again between its load and the first look at its log is caught so too.
+  snapshot loaded, looked at when the log is opened) no longer the same file (its length
+  and modification time): Delta never rewrites a commit file, so a changed one belongs to
+  a new log. A table created again between its load and the first poll is caught so too.
 
 Catalog tables, whose log is not a plain path, keep Delta's own detection (DeltaSource).
 """
@@ -123,7 +123,7 @@ class CommitLog(Commits):
             raise LogReplacedError(f"the commit file of its version {after} was written again")
 
     def _check_loaded(self) -> None:
-        """The newest commit file of the snapshot loaded is still the same file."""
+        """The commit file of the snapshot loaded is still the same file."""
         if self._loaded is None:
             return
         version, loaded = self._loaded
