@@ -65,9 +65,9 @@ class Schemas:
         """The value schema the topic's generation publishes with: the one its progress
         record names (`named`, schemas/progress.py), else the subject's latest."""
         schema = None if named is None else self.by_id(named)
-        if named is not None and schema is not None:
-            return named, schema
-        return self.latest_value(topic)
+        if schema is None or named is None:
+            return self.latest_value(topic)
+        return named, schema
 
     def latest_value(self, topic: str) -> tuple[int, dict[str, Any]]:
         found = self._call(lambda: self._client.get_latest_version(value_subject(topic)))

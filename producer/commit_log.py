@@ -82,56 +82,50 @@ class CommitLog(Commits):
         # The followed table: its id as loaded, and the commit file last known to be its.
         snapshot = delta_log.unsafeVolatileSnapshot()
         self.table_id = str(snapshot.metadata().id())
-        self._known: tuple[int, tuple[int, int] | None] | None = None  # (version, its file)
         self._path_of: Any = spark._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
         self._conf = delta_log.newDeltaHadoopConf()
         self._dir = delta_log.logPath()
         self._fs = self._dir.getFileSystem(self._conf)
         self._store = delta_log.store()
         self._probe: tuple[int, Any] | None = None  # the next version and its file's path
-        # The loaded snapshot's commit file, as the file system tells now (a listing and a
-        # look at one file may round times differently on object stores), checked at the
-        # first look at the log.
+        # (version, its commit file) last known to be the followed table's: at first the
+        # loaded snapshot's, as the file system tells now (a listing and a look at one file
+        # may round times differently on object stores).
         version = int(snapshot.version())
-        self._loaded: tuple[int, tuple[int, int] | None] | None = (version, self._identity(version))
+        self._known: tuple[int, tuple[int, int] | None] = (version, self._identity(version))
 
     def newest(self, after: int) -> int:
         """The last version of the run of commit files that follows version `after`
         (`after` itself when there is none yet), each new one read and checked to be the
         followed table's (LogReplacedError)."""
-        if self._known is None or self._known[0] != after:  # a start: `after` is taken as ours
-            self._check_loaded()
+        if self._known[0] != after:  # a start: `after` is taken as ours, the known file kept
+            self._check_known()
             self._known = (after, self._identity(after))
         version = after
         while self._found(version + 1):
             version += 1
         if version > after:
-            self._check_same_log(after)
+            self._check_same_log()
             self._known = (version, self._identity(version))
         return version
 
-    def _check_same_log(self, after: int) -> None:
-        """The new commits name no other table, and `after`'s commit file is still the one
-        known (a file gone, cleaned up behind a checkpoint, tells nothing)."""
+    def _check_same_log(self) -> None:
+        """The new commits name no other table, and the known commit file is unchanged."""
         others = [c for c in self._by_version.values() if c.table_id not in (None, self.table_id)]
         if others:
             found = others[0]
             why = f"its version {found.version} names Delta id {found.table_id}"
             raise LogReplacedError(f"{why}, not {self.table_id}")
-        known, now = self._known, self._identity(after)
-        if known is not None and now is not None and now != known[1]:
-            raise LogReplacedError(f"the commit file of its version {after} was written again")
+        self._check_known()
 
-    def _check_loaded(self) -> None:
-        """The commit file of the snapshot loaded is still the same file."""
-        if self._loaded is None:
-            return
-        version, loaded = self._loaded
+    def _check_known(self) -> None:
+        """The commit file last known to be the table's is still the same file (one gone,
+        cleaned up behind a checkpoint, tells nothing)."""
+        version, known = self._known
         now = self._identity(version)
-        if None not in (now, loaded) and now != loaded:
+        if known is not None and now is not None and now != known:
             why = f"the commit file of its version {version} was written again since its load"
             raise LogReplacedError(why)
-        self._loaded = None
 
     def _identity(self, version: int) -> tuple[int, int] | None:
         """(length, modification time) of version's commit file; None when it is gone."""
