@@ -149,6 +149,7 @@ def fill(args: argparse.Namespace, topic: str) -> None:
             "_change_type": "snapshot",
             "_commit_version": 0,
             "_commit_timestamp": now,
+            "_generation": 0,
         }
         producer.produce(
             topic,

@@ -20,6 +20,7 @@ COLUMNS = [
     ("_change_type", "String"),
     ("_commit_version", "Int64"),
     ("_commit_timestamp", "DateTime64(6, 'UTC')"),
+    ("_generation", "Int64"),
 ]
 
 

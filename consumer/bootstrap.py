@@ -33,7 +33,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 from consumer import boundary, lake_structs
 from consumer.lake import LakeTable, LakeUnreadableError
 from consumer.placement import insert_settings
-from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, SNAPSHOT
+from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, GENERATION, SNAPSHOT
 from schemas.clickhouse import literal, quote
 from schemas.errors import TerminalError
 from schemas.progress import Generation
@@ -118,6 +118,7 @@ def _load(
         CHANGE_TYPE: literal(SNAPSHOT),
         COMMIT_VERSION: str(point.version),
         COMMIT_TIMESTAMP: _committed_at(client, lake, point.version),
+        GENERATION: str(point.generation.number),  # a table made from a schema that has it
     }
     chosen = {
         name: metadata.get(name) or lake_column(name, in_lake[name], name in hashed)

@@ -20,7 +20,14 @@ from clickhouse_connect.driver.client import Client
 
 from consumer.placement import ENGINE, Placement, distributed_sql
 from consumer.table_check import Columns, additions, grown, same_partition
-from schemas.changes import IS_DELETED, IS_DELETED_SQL, UPDATE_PREIMAGE, VERSION, VERSION_SQL
+from schemas.changes import (
+    GENERATION,
+    IS_DELETED,
+    IS_DELETED_SQL,
+    UPDATE_PREIMAGE,
+    VERSION,
+    version_sql,
+)
 from schemas.clickhouse import quote
 from schemas.target import REBUILD_HINT, SchemaMismatchError, Target
 from services.clickhouse_client import existing_columns
@@ -39,9 +46,10 @@ def create_table_sql(
     key = ", ".join(quote(name) for name in order_by)
     partition = f"PARTITION BY {partition_by}\n" if partition_by else ""
     window = "replicated" if engine.startswith("Replicated") else "non_replicated"
+    rule = version_sql(any(name == GENERATION for name, _ in columns))
     return (
         f"CREATE TABLE IF NOT EXISTS {target.name}{on_cluster} (\n    {body},\n"
-        f"    {quote(VERSION)} UInt64 MATERIALIZED {VERSION_SQL},\n"
+        f"    {quote(VERSION)} UInt64 MATERIALIZED {rule},\n"
         f"    {quote(IS_DELETED)} UInt8 MATERIALIZED {IS_DELETED_SQL}\n)\n"
         f"ENGINE = {engine}\n"
         f"{partition}ORDER BY ({key})\n"
@@ -72,6 +80,15 @@ def delete_rule_sql(target: Target, on_cluster: str = "") -> str:
     return (
         f"ALTER TABLE {target.name}{on_cluster} MODIFY COLUMN {quote(IS_DELETED)} UInt8 "
         f"MATERIALIZED {IS_DELETED_SQL}"
+    )
+
+
+def generation_rule_sql(target: Target, on_cluster: str = "") -> str:
+    """For a table that gains `_generation`: rows it holds keep their versions, all of older
+    generations or of one whose values lacked it, which every later row outranks."""
+    return (
+        f"ALTER TABLE {target.name}{on_cluster} MODIFY COLUMN {quote(VERSION)} UInt64 "
+        f"MATERIALIZED {version_sql(True)}"
     )
 
 
@@ -108,6 +125,8 @@ def ensure(
             placement.ddl(partial(add_columns_sql, table, new))
         if modified:
             placement.ddl(partial(modify_columns_sql, table, modified))
+        if any(name == GENERATION for name, _ in new):
+            placement.ddl(partial(generation_rule_sql, table))
     if new or modified:
         placement.ddl(lambda on: current_view_sql(target, on))
     return new + modified

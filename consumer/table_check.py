@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from consumer.column_types import extends
+from schemas.changes import GENERATION
 from schemas.target import REBUILD_HINT, SchemaMismatchError, Target
 
 Columns = Sequence[tuple[str, str]]  # (name, ClickHouse type)
@@ -18,7 +19,9 @@ Columns = Sequence[tuple[str, str]]  # (name, ClickHouse type)
 
 def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list[tuple[str, str]]:
     """Columns to ADD so the table holds `wanted`; raises SchemaMismatchError naming every
-    column that differs in type, or is new and not nullable, or is gone and not nullable."""
+    column that differs in type, or is new and not nullable, or is gone and not nullable.
+    `_generation` is the exception: the rows held take 0, which ranks them below every row of
+    the generation that brings it (schemas/changes.py)."""
     retyped = [
         f"{name} is {existing[name]} in the table but {kind} in the schema"
         for name, kind in wanted
@@ -28,7 +31,11 @@ def additions(target: Target, existing: dict[str, str], wanted: Columns) -> list
         and not extends(existing[name], kind)  # an older schema's narrower one: read into it
     ]
     new = [(name, kind) for name, kind in wanted if name not in existing]
-    required = [f"{name} {kind} is new and not nullable" for name, kind in new if not _null(kind)]
+    required = [
+        f"{name} {kind} is new and not nullable"
+        for name, kind in new
+        if not _null(kind) and name != GENERATION
+    ]
     names = {name for name, _ in wanted}
     gone = [
         f"{name} {kind} is in the table, not in the schema, and not nullable"

@@ -64,13 +64,15 @@ def describe_key(raw: bytes, wire: WireSchema | None) -> str:
 @dataclass(frozen=True)
 class Encoding:
     """What turns changes into key and value bytes: the topic's wire schemas, its key
-    columns, whether update preimages are published, and the columns published hashed."""
+    columns, whether update preimages are published, the columns published hashed, and
+    the generation that values with a `_generation` field carry (schemas/changes.py)."""
 
     key: WireSchema
     value: WireSchema
     primary_key: Sequence[str]
     include_preimage: bool
     hashed: frozenset[str] = field(default_factory=frozenset)
+    generation: int = 0
     # The select's columns per schema of the frames encoded: building them costs some
     # hundred py4j calls, which a table's every small chunk would pay again.
     _selects: dict[str, list[Column]] = field(
@@ -100,7 +102,9 @@ class Encoding:
         preimage = change_type == changes.UPDATE_PREIMAGE
         if not self.include_preimage:
             change_type = when(preimage, lit(changes.DELETE)).otherwise(change_type)
-        value = _record(frame, value_columns, {**sources, changes.CHANGE_TYPE: change_type})
+        generation = lit(self.generation).cast("long")
+        filled = {**sources, changes.CHANGE_TYPE: change_type, changes.GENERATION: generation}
+        value = _record(frame, value_columns, filled)
         # A NULL key cannot be encoded; it is left NULL and reported by the driver with its
         # version (producer/slices.py).
         key_bytes = when(~key_is_null, _framed(_record(frame, self.primary_key), self.key))
@@ -145,7 +149,8 @@ def _record(
 ) -> Column:
     """The columns as one struct whose fields carry their Avro names (schemas.avro_names):
     a cast renames a struct's fields by position, and to_avro matches them by name. A
-    column named in `replaced` takes that expression's value (of the same type)."""
+    column named in `replaced` takes that expression's value (of the same type, or of the
+    schema's own type for one the frame lacks: `_generation`)."""
     from pyspark.sql.functions import struct
     from pyspark.sql.types import StructType
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from producer.encode import WireSchema
 from producer.errors import SchemaChangeError
 from producer.evolution import bare, check_additive
+from schemas.changes import GENERATION
 from schemas.naming import key_subject, value_subject
 from services.registry_errors import failure_cause, misconfigured, refused, unavailable
 from services.service_errors import UnreachableError
@@ -46,6 +47,9 @@ class TopicSchemas:
         self.carried_value: int | None = None
         # Told each value schema id registered, for the progress records (producer/table.py).
         self.registered: Callable[[int], None] = lambda schema_id: None
+        # The generation the values carry (schemas/changes.py), and whether they do.
+        self.generation = 0
+        self._carries_generation: bool | None = None
 
     @classmethod
     def connect(cls, registry: SchemaRegistrySettings, topic: str, table: str) -> TopicSchemas:
@@ -69,6 +73,16 @@ class TopicSchemas:
         self.value = self._register(value_subject(self.topic), value, version)
         self.new_generation = False
         self.registered(self.value.schema_id)
+
+    def carries_generation(self) -> bool:
+        """Whether the values carry `_generation`: in every generation this release starts,
+        and in one it follows whose schema has it. A generation started before keeps the
+        shape of its schema to its end (schemas/changes.py)."""
+        if self._carries_generation is None:
+            carried = None if self.new_generation else self._carried()[1]
+            names = {f["name"] for f in carried["fields"]} if carried is not None else None
+            self._carries_generation = names is None or GENERATION in names
+        return self._carries_generation
 
     def _carried(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The key and value schemas the topic carries: the last ones used, else, after a

@@ -118,6 +118,7 @@ def _follow(
         metrics.event("start", table=config.table, topic=topic, last_published=last, next=start)
         schemas = TopicSchemas.connect(settings.schema_registry, topic, config.table)
         schemas.new_generation = position.resync_pending
+        schemas.generation = publisher.progress.generation.number
         if not position.resync_pending:  # the generation's schema, named by its records
             schemas.carried_value = publisher.progress.value_schema = position.value_schema
         schemas.registered = publisher.progress.name_value_schema

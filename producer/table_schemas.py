@@ -128,7 +128,8 @@ class RangeSchemas:
         known = self._encoding
         if known is None or (known.key, known.value) != (key, value):
             hashed = self.policy.hashed
-            known = Encoding(key, value, self.primary_key, self.include_preimage, hashed)
+            preimage, generation = self.include_preimage, self.topic.generation
+            known = Encoding(key, value, self.primary_key, preimage, hashed, generation)
             self._encoding = known  # the same while the wire schemas are
         return known
 
@@ -143,4 +144,5 @@ class RangeSchemas:
         """The key and value schemas of table_schema as published."""
         name, pk = self.topic.topic, list(self.primary_key)
         published = self.policy.published(table_schema)
-        return key_schema(published, pk, name), value_schema(published, name, pk)
+        field = self.topic.carries_generation()
+        return key_schema(published, pk, name), value_schema(published, name, pk, field)

@@ -33,7 +33,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from schemas.avro_names import ORIGINAL, avro_name
-from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, METADATA_COLUMNS
+from schemas.changes import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    GENERATION,
+    METADATA_COLUMNS,
+)
 from schemas.errors import TerminalError
 
 AvroSchema = Any  # a JSON-shaped Avro schema: str, dict or list
@@ -93,11 +99,15 @@ def avro_type(delta_type: Any, path: str) -> AvroSchema:
 
 
 def value_schema(
-    table_schema: dict[str, Any], name: str, primary_key: Sequence[str] = ()
+    table_schema: dict[str, Any],
+    name: str,
+    primary_key: Sequence[str] = (),
+    generation: bool = True,
 ) -> dict[str, Any]:
-    """The value record: every table column, then _change_type, _commit_version and
-    _commit_timestamp. Key columns are never null, here as in the key: a ClickHouse
-    sorting key cannot be Nullable."""
+    """The value record: every table column, then _change_type, _commit_version,
+    _commit_timestamp and (unless `generation` is false: a generation started before values
+    had it, schemas/changes.py) _generation. Key columns are never null, here as in the key:
+    a ClickHouse sorting key cannot be Nullable."""
     columns = [
         {**f, "nullable": False} if f["name"] in primary_key else f for f in table_schema["fields"]
     ]
@@ -110,6 +120,8 @@ def value_schema(
         {"name": COMMIT_VERSION, "type": "long", "nullable": False},
         {"name": COMMIT_TIMESTAMP, "type": "timestamp", "nullable": False},
     ]
+    if generation:
+        fields.append({"name": GENERATION, "type": "long", "nullable": False})
     return _record(f"{_avro_name(name)}_value", fields, "", namespace=NAMESPACE)
 
 

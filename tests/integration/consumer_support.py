@@ -58,6 +58,7 @@ class Changes:
         primary_key: tuple[str, ...] = ("id",),
     ) -> None:
         self.topic = topic
+        self.generation = 0  # the `_generation` each value carries, when its schema has it
         self.primary_key = primary_key
         self.registry = endpoints.registry_client()
         self.producer = Producer({"bootstrap.servers": endpoints.kafka, "linger.ms": 5})
@@ -66,8 +67,9 @@ class Changes:
             self.registry, json.dumps(key_schema(table_schema, primary_key, "orders"))
         )
 
-    def use_schema(self, table_schema: dict[str, Any]) -> None:
-        self.value_schema = value_schema(table_schema, "orders")
+    def use_schema(self, table_schema: dict[str, Any], generation: bool = True) -> None:
+        """generation=False: values as earlier releases wrote them, without `_generation`."""
+        self.value_schema = value_schema(table_schema, "orders", generation=generation)
         self._value = AvroSerializer(self.registry, json.dumps(self.value_schema))
 
     def send(self, rows: Iterable[dict[str, Any]], change: str, version: int) -> None:
@@ -77,6 +79,7 @@ class Changes:
                 "_change_type": change,
                 "_commit_version": version,
                 "_commit_timestamp": COMMITTED_AT,
+                "_generation": self.generation,  # left out by a schema without it
             }
             key = {column: row[column] for column in self.primary_key}
             self.send_raw(

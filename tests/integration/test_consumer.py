@@ -144,6 +144,7 @@ def test_table_is_created_with_faithful_types_and_key_from_the_key_schema(
         "_change_type": "String",
         "_commit_version": "Int64",
         "_commit_timestamp": "DateTime64(6, 'UTC')",
+        "_generation": "Int64",
         "_version": "UInt64",
         "_is_deleted": "UInt8",
     }

@@ -64,6 +64,7 @@ def too_wide_amount(changes: Changes, schema_id: int) -> bytes:
         "_change_type": "insert",
         "_commit_version": 1,
         "_commit_timestamp": COMMITTED_AT,
+        "_generation": 0,
     }
     fastavro.schemaless_writer(body, fastavro.parse_schema(wide), row)
     return b"\x00" + schema_id.to_bytes(4, "big") + body.getvalue()

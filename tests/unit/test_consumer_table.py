@@ -4,7 +4,7 @@ import pytest
 
 from consumer.table import add_columns_sql, create_table_sql, current_view_sql
 from consumer.table_check import additions, grown
-from schemas.changes import IS_DELETED_SQL, VERSION_SQL
+from schemas.changes import IS_DELETED_SQL, version_sql
 from schemas.target import SchemaMismatchError, Target
 
 TARGET = Target("db", "odd`name")
@@ -15,11 +15,19 @@ def test_create_table_is_a_replacing_merge_tree_on_the_derived_version() -> None
 
     assert sql.startswith("CREATE TABLE IF NOT EXISTS `db`.`odd\\`name` (")
     assert "`my col` String" in sql
-    assert f"`_version` UInt64 MATERIALIZED {VERSION_SQL}" in sql
+    assert f"`_version` UInt64 MATERIALIZED {version_sql(False)}" in sql
     assert f"`_is_deleted` UInt8 MATERIALIZED {IS_DELETED_SQL}" in sql
     assert "ENGINE = ReplacingMergeTree(`_version`, `_is_deleted`)" in sql
     assert "ORDER BY (`id`)" in sql
     assert sql.endswith("SETTINGS non_replicated_deduplication_window = 500")
+
+
+def test_a_table_with_the_generation_column_ranks_generations_first() -> None:
+    columns = [("id", "Int64"), ("_commit_version", "Int64"), ("_generation", "Int64")]
+    sql = create_table_sql(TARGET, columns, ["id"], 500)
+
+    assert f"`_version` UInt64 MATERIALIZED {version_sql(True)}" in sql
+    assert version_sql(True).startswith("toUInt64(_generation) * 281474976710656 + ")
 
 
 def test_current_view_reads_final_without_deleted_rows() -> None:
@@ -155,3 +163,11 @@ def test_an_older_schemas_narrower_type_is_read_into_the_wider_column() -> None:
 def test_a_decimal_with_fewer_digits_before_the_point_is_refused() -> None:
     with pytest.raises(SchemaMismatchError, match="c is Decimal"):
         additions(TARGET, {"c": "Decimal(5, 2)"}, [("c", "Decimal(5, 3)")])
+
+
+def test_the_generation_column_is_added_to_a_table_of_an_older_shape() -> None:
+    wanted = [("id", "Int64"), ("_generation", "Int64")]
+
+    assert additions(TARGET, {"id": "Int64"}, wanted) == [("_generation", "Int64")]
+    with pytest.raises(SchemaMismatchError, match="other Int64 is new and not nullable"):
+        additions(TARGET, {"id": "Int64"}, [*wanted, ("other", "Int64")])

@@ -25,6 +25,13 @@ def test_a_later_commit_outranks_any_change_of_an_earlier_one() -> None:
     assert changes.version(8, "delete") > changes.version(7, "insert")
 
 
+def test_a_newer_generation_outranks_any_change_of_an_older_one() -> None:
+    """A table created again starts its versions over: its first rows still win."""
+    newest_old = changes.version(2**47 - 1, "insert", generation=1)
+    assert changes.version(0, "delete", generation=2) > newest_old
+    assert changes.version(7, "insert", generation=0) == changes.version(7, "insert")
+
+
 @pytest.mark.parametrize(
     ("table", "topic"),
     [

@@ -153,12 +153,20 @@ def test_value_schema_has_table_columns_then_change_metadata() -> None:
         ("_change_type", "string"),
         ("_commit_version", "long"),
         ("_commit_timestamp", {"type": "long", "logicalType": "timestamp-micros"}),
+        ("_generation", "long"),
     ]
-    assert columns(schema)[-3:] == [
+    assert columns(schema)[-4:] == [
         ("_change_type", "String"),
         ("_commit_version", "Int64"),
         ("_commit_timestamp", "DateTime64(6, 'UTC')"),
+        ("_generation", "Int64"),
     ]
+
+
+def test_a_generation_started_before_values_had_it_keeps_their_shape() -> None:
+    schema = value_schema(table(("id", "string", False)), "t", generation=False)
+
+    assert [f["name"] for f in schema["fields"]][-1] == "_commit_timestamp"
 
 
 def test_value_schema_declares_key_columns_never_null() -> None:
