@@ -83,7 +83,7 @@ def serve(pipeline: Pipeline, renew: Callable[[Pipeline], Pipeline]) -> None:
     `rebuild = "auto"`, rebuild its table at each new generation and run a new one (made by
     `renew`) from where the rebuild ended."""
     auto, moved = pipeline.settings.consumer.rebuild == "auto", dict[int, int]()
-    while True:
+    while not pipeline.stopping.is_set():
         c = pipeline.settings.consumer
         wait = retrying("Kafka", max_backoff_s=c.max_backoff_seconds, stop=pipeline.stopping)
         try:
@@ -105,7 +105,12 @@ def serve(pipeline: Pipeline, renew: Callable[[Pipeline], Pipeline]) -> None:
             watch.done.set()
         if not watch.moved:
             return
-        moved, pipeline = _rebuilt_once(pipeline.settings, c.group), renew(pipeline)
+        # Renewed before the rebuild: a stop from now on reaches the pipeline that follows
+        # (one that came already stops it at once, and the next start rebuilds instead).
+        pipeline = renew(pipeline)
+        if pipeline.stopping.is_set():
+            return
+        moved = _rebuilt_once(pipeline.settings, c.group)
 
 
 def _rebuilt_once(settings: ConsumerSettings, live: str) -> dict[int, int]:

@@ -78,9 +78,15 @@ class Consumers:
         ]
         self.failures: list[Failure] = []
         self._lock = threading.Lock()
+        # Set by stop(): a pipeline made later (_renew, after an automatic rebuild) starts
+        # stopped, so a SIGTERM that came while its topic's table was rebuilt is not lost.
+        self._stopping = threading.Event()
 
     def stop(self) -> None:
-        for pipeline in self.pipelines:
+        """Stop every pipeline, and any made after. Runs in a signal handler, on the main
+        thread, maybe while _renew holds the lock there: it takes no lock."""
+        self._stopping.set()
+        for pipeline in list(self.pipelines):
             pipeline.stop()
 
     def run(self) -> list[Failure]:
@@ -124,6 +130,8 @@ class Consumers:
         )
         with self._lock:
             self.pipelines[self.pipelines.index(pipeline)] = fresh
+        if self._stopping.is_set():  # stop() came before it was in the list
+            fresh.stop()
         return fresh
 
 

@@ -108,6 +108,38 @@ def test_two_consumer_processes_with_auto_rebuild_end_equal_after_a_resync(
     assert [_ended(p) for p in processes] == [0, 0], _stderr(processes)
 
 
+def test_a_sigterm_while_the_table_is_rebuilt_ends_the_consumer(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str
+) -> None:
+    """The pipeline made after an automatic rebuild must not miss a stop that came while its
+    table was rebuilt (it used to consume on until a second signal)."""
+    path = str(tmp_path / "orders")
+    _append(path, range(200))
+    topic = publish(spark, endpoints, path, "id", until_version=0)
+    env = {**_env(endpoints, ch_database), "CDFBRIDGE_CONSUMER__REBUILD": "auto"}
+    command = [sys.executable, "-m", "consumer", "--topic", topic, "run"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    lines: list[str] = []
+    rebuilding = threading.Event()
+
+    def read() -> None:  # the log, until the rebuild begins
+        assert process.stderr is not None
+        for raw in process.stderr:
+            lines.append(raw.decode())
+            if "rebuilding the table" in lines[-1]:
+                rebuilding.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        resync_command.request({"bootstrap.servers": endpoints.kafka}, topic, wait_s=0)
+        publish(spark, endpoints, path, "id", topic=topic, until_version=0)  # generation 1
+        assert rebuilding.wait(120), "no rebuild within 120 s:\n" + "".join(lines[-40:])
+    finally:
+        process.terminate()
+    assert _ended(process) == 0, "".join(lines[-40:])
+
+
 def _ended(process: subprocess.Popen[bytes]) -> int | None:
     """Its exit code within 60 s of SIGTERM; None (its log kept for the message) if it
     has not stopped by then, after which it is killed."""
