@@ -42,7 +42,7 @@ from output import RESULTS, table
 from producer_bench import build_table
 from stages import backfill
 
-from consumer.table import create_table_sql
+from consumer.tables.table import create_table_sql
 from schemas.target import Target
 from services.settings import ConnectionSettings
 from verify.check import verify
@@ -81,7 +81,7 @@ def rebuild(topic: str, database: str, name: str, source: str) -> float:
 
 
 class LoadSeconds(logging.Handler):
-    """The seconds consumer/bootstrap.py logs for its INSERT … SELECT."""
+    """The seconds consumer/rebuild/bootstrap.py logs for its INSERT … SELECT."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -94,7 +94,7 @@ class LoadSeconds(logging.Handler):
 def lake(topic: str, database: str, name: str) -> tuple[float, float, dict[str, float]]:
     """(seconds of rebuild(source="lake") in this process, seconds of its load alone, its
     steps' seconds)."""
-    from consumer.rebuild import rebuild as rebuild_table
+    from consumer.rebuild.steps import rebuild as rebuild_table
     from consumer.settings import load
 
     settings = load(topic_flags=[topic], table=name, group=f"{topic}-{name}")
@@ -102,8 +102,8 @@ def lake(topic: str, database: str, name: str) -> tuple[float, float, dict[str, 
         update={"clickhouse": settings.clickhouse.model_copy(update={"database": database})}
     )
     handler = LoadSeconds()
-    logging.getLogger("consumer.bootstrap").addHandler(handler)
-    logging.getLogger("consumer.bootstrap").setLevel(logging.INFO)
+    logging.getLogger("consumer.rebuild.bootstrap").addHandler(handler)
+    logging.getLogger("consumer.rebuild.bootstrap").setLevel(logging.INFO)
     began = time.monotonic()
     done = rebuild_table(settings, source="lake")
     return time.monotonic() - began, handler.seconds, done.seconds

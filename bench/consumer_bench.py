@@ -35,7 +35,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from output import bars, save
 
-from consumer import kafka_engine, kafka_engine_plan
+from consumer.kafka_engine import ddl as kafka_engine
+from consumer.kafka_engine import plan as kafka_engine_plan
 from consumer.section import ConsumerSection
 from consumer.settings import ConsumerSettings
 from schemas.avro import key_schema, value_schema

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from consumer.table import create_table_sql, current_view_sql
+from consumer.tables.table import create_table_sql, current_view_sql
 from schemas.target import Target
 
 COLUMNS = [

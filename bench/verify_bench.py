@@ -24,7 +24,7 @@ import clickhouse_connect
 from output import bars, save, table
 from stages import PeakRss, start
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from consumer.settings import ConsumerSettings
 from producer.run import run
 from producer.settings import ProducerSettings

@@ -25,12 +25,12 @@ def _run(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 
 
 def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> int:
-    from consumer import kafka_engine_plan as kafka_engine
+    from consumer.kafka_engine import plan as kafka_engine
     from consumer.topics import resolve
 
     group = args.kafka_group or f"{settings.consumer.group}-clickhouse"
     if args.watch:
-        from consumer.kafka_engine_watch import watch
+        from consumer.kafka_engine.watch import watch
 
         watch(settings, group, args.num_consumers)
         return 0
@@ -53,7 +53,7 @@ def _kafka_engine_ddl(settings: ConsumerSettings, args: argparse.Namespace) -> i
 
 
 def _rebuild(settings: ConsumerSettings, args: argparse.Namespace) -> int:
-    from consumer.rebuild import rebuild
+    from consumer.rebuild.steps import rebuild
 
     done = rebuild(settings.one("rebuild"), args.rebuild_group or "", args.source or "auto")
     since = f", from generation {done.generation}" if done.generation else ""
@@ -63,7 +63,7 @@ def _rebuild(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 
 
 def _bootstrap(settings: ConsumerSettings, args: argparse.Namespace) -> int:
-    from consumer.rebuild import bootstrap
+    from consumer.rebuild.steps import bootstrap
 
     done = bootstrap(settings.one("bootstrap"))
     print(
@@ -74,7 +74,7 @@ def _bootstrap(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 
 
 def _reset_offsets(settings: ConsumerSettings, args: argparse.Namespace) -> int:
-    from consumer import offsets
+    from consumer.group import offsets
 
     settings = settings.one("reset-offsets")
     kafka = settings.kafka.client_config()

@@ -4,7 +4,7 @@ SIGTERM or SIGINT stopping every pipeline (each drains and commits what it read)
 Each topic's pipeline runs on a thread of its own with its own member of the one consumer
 group, subscribed to that topic alone. Members of a group may subscribe to different topics:
 the group leader gives a topic's partitions only to members subscribed to it, and
-cooperative-sticky assignment (consumer/kafka.py) moves only the partitions that change
+cooperative-sticky assignment (consumer/group/kafka.py) moves only the partitions that change
 owner, so one topic's member joining or leaving (starting, waiting outside the group for its
 services, or stopping on an error) takes no partition from another topic's member.
 
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from consumer import auto_rebuild
+from consumer.group.loop import Pipeline
+from consumer.group.metrics import Collectors, Metrics
 from consumer.health import serve
-from consumer.loop import Pipeline
-from consumer.metrics import Collectors, Metrics
+from consumer.rebuild import auto_rebuild
 from consumer.settings import ConsumerSettings
 from consumer.topics import resolve
 from schemas.errors import CdfBridgeError

@@ -1,7 +1,7 @@
 """`status`: where the group stands per partition, the last Delta version in the table,
 its row counts, and whether a resync (a new generation of the topic) calls for a rebuild.
 A partition's lag is 0 once a read_committed reader has nothing left after the group's
-offset, even though commit markers follow it (consumer/offsets.py)."""
+offset, even though commit markers follow it (consumer/group/offsets.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 from clickhouse_connect.driver.client import Client
 
-from consumer import history, offsets
-from consumer.generation import held
-from consumer.kafka_engine_evolve import built_from
-from consumer.rebuild import SHADOW_SUFFIX
-from consumer.registry import Schemas
+from consumer.group import history, offsets
+from consumer.group.registry import Schemas
+from consumer.kafka_engine.evolve import built_from
+from consumer.rebuild.steps import SHADOW_SUFFIX
 from consumer.settings import ConsumerSettings
+from consumer.tables.generation import held
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
 from schemas.progress import Generation
@@ -39,8 +39,8 @@ class Status:
     # none exist), and the topic's latest.
     engine_schema: int | None = None
     latest_schema: int | None = None
-    retention: str | None = None  # what deletes the topic's history (consumer/history.py)
-    # Shadow tables of rebuilds of this table (consumer/rebuild.py): a running rebuild's,
+    retention: str | None = None  # what deletes the topic's history (consumer/group/history.py)
+    # Shadow tables of rebuilds of this table (consumer/rebuild/steps.py): a running rebuild's,
     # or left by one killed before it dropped its shadow.
     shadows: tuple[str, ...] = ()
 

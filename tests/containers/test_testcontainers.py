@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from producer.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import TestServices, provide

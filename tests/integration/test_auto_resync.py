@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from consumer.cli import main as consumer_main
-from consumer.generation import held
-from consumer.kafka_engine_evolve import built_from
+from consumer.kafka_engine.evolve import built_from
 from consumer.process import Consumers
+from consumer.tables.generation import held
 from consumer.topics import resolve
 from producer.generate import Generator
 from schemas.errors import CdfBridgeError

@@ -14,12 +14,13 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from consumer import kafka_engine_plan, offsets
-from consumer.history import HistoryGoneError
-from consumer.lake import LakeUnreadableError
-from consumer.loop import Pipeline
+from consumer.group import offsets
+from consumer.group.history import HistoryGoneError
+from consumer.group.loop import Pipeline
+from consumer.kafka_engine import plan as kafka_engine_plan
 from consumer.process import run
-from consumer.rebuild import rebuild
+from consumer.rebuild.lake import LakeUnreadableError
+from consumer.rebuild.steps import rebuild
 from consumer.status import status
 from producer.generate import Generator
 from tests.conftest import unique

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from consumer import boundary
-from consumer.bootstrap import StartPoint, start_point
+from consumer.rebuild import boundary
+from consumer.rebuild.bootstrap import StartPoint, start_point
 from schemas.naming import progress_topic
 from schemas.progress import Generation, encode, record_key
 from tests.conftest import unique

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.loop import Pipeline
-from consumer.metrics import RETRIES
+from consumer.group.loop import Pipeline
+from consumer.group.metrics import RETRIES
 from schemas.errors import CdfBridgeError
 from stack import services
 from stack.cluster import CLUSTER

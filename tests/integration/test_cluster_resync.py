@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.generation import held
-from consumer.kafka_engine_evolve import built_from
+from consumer.kafka_engine.evolve import built_from
+from consumer.tables.generation import held
 from schemas.target import Target
 from stack.cluster import CLUSTER
 from tests.endpoints import Endpoints

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings

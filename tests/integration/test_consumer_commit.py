@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
-from consumer.batch import PartitionBatch, Written
-from consumer.commit import CommitQueue
-from consumer.errors import CommitRefusedError
-from consumer.kafka import commit
+from consumer.group.batch import PartitionBatch, Written
+from consumer.group.commit import CommitQueue
+from consumer.group.errors import CommitRefusedError
+from consumer.group.kafka import commit
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 

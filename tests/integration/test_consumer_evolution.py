@@ -9,8 +9,8 @@ import fastavro
 import pytest
 from confluent_kafka import Consumer
 
-from consumer.loop import Pipeline
-from consumer.metrics import DEAD_LETTERS
+from consumer.group.loop import Pipeline
+from consumer.group.metrics import DEAD_LETTERS
 from schemas.naming import dlq_topic
 from schemas.target import SchemaMismatchError
 from tests.endpoints import Endpoints

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from consumer.cli import main
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     ORDERS,

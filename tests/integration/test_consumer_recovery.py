@@ -16,11 +16,11 @@ from typing import Any
 import clickhouse_connect
 import pytest
 
-from consumer import offsets
-from consumer.loop import Pipeline
-from consumer.metrics import RETRIES, ROWS
-from consumer.rebalance import Rebalance
-from consumer.startup import leave, subscribe
+from consumer.group import offsets
+from consumer.group.loop import Pipeline
+from consumer.group.metrics import RETRIES, ROWS
+from consumer.group.rebalance import Rebalance
+from consumer.group.startup import leave, subscribe
 from services.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 # before the offsets are committed.
 DIE_AFTER_INSERT = """
 import os, signal, sys
-from consumer import writer
+from consumer.group import writer
 original = writer.BatchWriter.write
 def write_then_die(self, batch):
     original(self, batch)

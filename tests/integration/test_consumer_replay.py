@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from consumer.cli import main
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from consumer import offsets
 from consumer.cli import main
-from consumer.kafka import ensure_topic
+from consumer.group import offsets
+from consumer.group.kafka import ensure_topic
 from tests.conftest import free_port, unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (

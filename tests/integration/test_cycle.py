@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from producer.generate import Generator
 from services.progress_topic import Progress
 from tests.conftest import unique

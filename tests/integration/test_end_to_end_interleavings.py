@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from consumer.process import run
-from consumer.rebuild import bootstrap, rebuild
+from consumer.rebuild.steps import bootstrap, rebuild
 from producer import resync_command
 from tests.conftest import unique
 from tests.endpoints import Endpoints

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from consumer.cli import main as consumer_main
-from consumer.generation import held
-from consumer.kafka_engine_evolve import built_from
+from consumer.kafka_engine.evolve import built_from
+from consumer.tables.generation import held
 from producer import resync_command
 from schemas.target import Target
 from tests.endpoints import Endpoints

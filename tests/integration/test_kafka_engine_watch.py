@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from consumer.generation import held
+from consumer.tables.generation import held
 from schemas.errors import CdfBridgeError
 from schemas.target import Target
 from tests.conftest import free_port

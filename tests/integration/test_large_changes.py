@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from consumer.cli import main as consumer_main
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from producer.errors import MessageTooLargeError
 from producer.run import run
 from producer.settings import ProducerSettings

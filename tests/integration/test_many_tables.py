@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from producer.errors import FencedError, NullKeyError, SchemaChangeError
 from producer.generate import Generator
 from producer.lake import stops_every_table

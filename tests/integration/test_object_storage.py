@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from producer.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints, ObjectStore

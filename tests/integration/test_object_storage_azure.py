@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from producer.generate import Generator
 from stack.azure import ACCOUNT, ACCOUNT_KEY
 from stack.settings import StackSettings

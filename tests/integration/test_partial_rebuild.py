@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from consumer import whole
-from consumer.rebuild import rebuild
+from consumer.rebuild import whole
+from consumer.rebuild.steps import rebuild
 from services.progress_topic import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from producer.generate import Generator
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings

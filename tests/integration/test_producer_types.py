@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from consumer.sink import insert_sql
+from consumer.group.sink import insert_sql
 from schemas.clickhouse import columns, input_columns, quote
 from schemas.target import Target
 from tests.endpoints import Endpoints

@@ -1,6 +1,6 @@
 """A rebalance callback that fails, on a real Kafka: what comes out of consume() is an
 exception the consumer's handlers catch, never the bare KafkaError confluent-kafka raises
-again when its own C code raised inside the callback (consumer/rebalance.py)."""
+again when its own C code raised inside the callback (consumer/group/rebalance.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from consumer import kafka
-from consumer.rebalance import Rebalance, _caught
+from consumer.group import kafka
+from consumer.group.rebalance import Rebalance, _caught
 from schemas.errors import ServiceUnavailableError
 from services.kafka_errors import error_of
 from tests.conftest import unique

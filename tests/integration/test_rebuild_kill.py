@@ -14,10 +14,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from consumer.generation import marked
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from consumer.process import run
 from consumer.status import status
+from consumer.tables.generation import marked
 from producer import resync_command
 from services.clickhouse_client import connect
 from tests.endpoints import Endpoints

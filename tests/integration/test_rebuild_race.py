@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from consumer.generation import held
-from consumer.loop import Pipeline
-from consumer.rebuild import Rebuilt, rebuild
+from consumer.group.loop import Pipeline
+from consumer.rebuild.steps import Rebuilt, rebuild
+from consumer.tables.generation import held
 from producer import resync_command
 from services.clickhouse_client import connect
 from tests.conftest import unique

@@ -4,8 +4,8 @@ a setting to fix, while a subject not registered yet is the registry's own answe
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from consumer.errors import NotPublishedYetError
-from consumer.registry import Schemas
+from consumer.group.errors import NotPublishedYetError
+from consumer.group.registry import Schemas
 from producer.registry import TopicSchemas
 from services.registry_errors import RegistryUrlError
 from services.settings import SchemaRegistrySettings

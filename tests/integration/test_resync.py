@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from consumer.loop import Pipeline
-from consumer.rebuild import rebuild
+from consumer.group.loop import Pipeline
+from consumer.rebuild.steps import rebuild
 from consumer.status import status
 from producer import resync_command as resync
 from producer.generate import Generator

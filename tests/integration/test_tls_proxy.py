@@ -13,8 +13,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from consumer.errors import NotPublishedYetError, RegistryUnavailableError
-from consumer.registry import Schemas
+from consumer.group.errors import NotPublishedYetError, RegistryUnavailableError
+from consumer.group.registry import Schemas
 from services.registry_errors import RegistryAccessError
 from services.settings import SchemaRegistrySettings
 from stack import services

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.loop import Pipeline
+from consumer.group.loop import Pipeline
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from consumer.kafka_engine import KafkaSource, statements
-from consumer.sink import insert_sql
+from consumer.group.sink import insert_sql
+from consumer.kafka_engine.ddl import KafkaSource, statements
 from schemas.avro import value_schema
 from schemas.avro_names import avro_name, decode, delta_name, renamed
 from schemas.clickhouse import columns, input_columns

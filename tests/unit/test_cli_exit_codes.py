@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from consumer import cli as consumer_cli
 from consumer import commands as consumer_commands
-from consumer.errors import CommitRefusedError, KafkaFatalError, RegistryUnavailableError
+from consumer.group.errors import CommitRefusedError, KafkaFatalError, RegistryUnavailableError
 from producer.errors import FencedError
 from schemas.errors import ConfigError, TerminalError
 from services.cli import run_command

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from consumer.kafka_engine import KafkaSource, statements
+from consumer.kafka_engine.ddl import KafkaSource, statements
 from schemas.clickhouse import InputColumn, literal
 from schemas.target import Target
 

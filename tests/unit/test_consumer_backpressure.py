@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer
 
-from consumer.backpressure import Backpressure
-from consumer.metrics import RETRIES, Metrics
+from consumer.group.backpressure import Backpressure
+from consumer.group.metrics import RETRIES, Metrics
 from services.clickhouse_errors import ClickHouseUnavailableError
 
 DOWN = ClickHouseUnavailableError("ClickHouse is unavailable")

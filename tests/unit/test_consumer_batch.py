@@ -2,7 +2,7 @@
 
 from confluent_kafka import Message as KafkaMessage
 
-from consumer.batch import Batcher, Limits
+from consumer.group.batch import Batcher, Limits
 
 
 def message(partition: int, offset: int, value: bytes | None = b"v") -> KafkaMessage:

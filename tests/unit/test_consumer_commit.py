@@ -4,8 +4,8 @@ other stops the consumer naming the partition and Kafka's error."""
 import pytest
 from confluent_kafka import KafkaError
 
-from consumer.errors import CommitRefusedError
-from consumer.kafka import commit_failure
+from consumer.group.errors import CommitRefusedError
+from consumer.group.kafka import commit_failure
 from schemas.errors import ServiceUnavailableError
 
 E = KafkaError

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 import pytest
 from confluent_kafka import Message as KafkaMessage
 
-from consumer.isolate import insert_isolating
+from consumer.group.isolate import insert_isolating
 from services.clickhouse_errors import BadDataError, ClickHouseUnavailableError
 
 

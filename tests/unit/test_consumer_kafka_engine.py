@@ -1,6 +1,6 @@
 """Kafka-engine DDL text, without a server."""
 
-from consumer.kafka_engine import HIDDEN, KafkaSource, statements
+from consumer.kafka_engine.ddl import HIDDEN, KafkaSource, statements
 from schemas.clickhouse import InputColumn
 from schemas.target import Target
 

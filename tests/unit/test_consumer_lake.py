@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from consumer.bootstrap import lake_column
-from consumer.history import Gap, gaps
-from consumer.lake import LakeUnreadableError, locate
-from consumer.lake_structs import ambiguous
-from consumer.offsets import PartitionOffsets
+from consumer.group.history import Gap, gaps
+from consumer.group.offsets import PartitionOffsets
+from consumer.rebuild.bootstrap import lake_column
+from consumer.rebuild.lake import LakeUnreadableError, locate
+from consumer.rebuild.lake_structs import ambiguous
 from schemas.progress import Generation
 from services.storage import StorageSettings
 
@@ -153,7 +153,7 @@ def test_types_without_a_nullable_struct_need_no_check() -> None:
 def test_a_partition_starts_where_a_rebuild_left_off_else_at_its_generation() -> None:
     from confluent_kafka import TopicPartition
 
-    from consumer.rebalance import Rebalance
+    from consumer.group.rebalance import Rebalance
 
     rebalance = Rebalance()
     rebalance.first, rebalance.moved = {0: 10, 1: 20}, {1: 55, 2: 70}
@@ -168,7 +168,7 @@ def test_a_partition_starts_where_a_rebuild_left_off_else_at_its_generation() ->
 def test_a_partition_below_what_its_table_holds_starts_there() -> None:
     from confluent_kafka import TopicPartition
 
-    from consumer.rebalance import Rebalance
+    from consumer.group.rebalance import Rebalance
 
     rebalance = Rebalance()
     rebalance.first, rebalance.floor = {0: 10}, {0: 30, 1: 40}

@@ -3,13 +3,15 @@
 import json
 import logging
 
+from consumer.group.offsets import PartitionOffsets
 from consumer.logs import JsonFormatter, configure
-from consumer.offsets import PartitionOffsets
 from consumer.status import Status
 
 
 def test_a_batch_log_line_is_json_with_its_fields() -> None:
-    record = logging.LogRecord("consumer.commit", logging.INFO, "", 0, "batch committed", (), None)
+    record = logging.LogRecord(
+        "consumer.group.commit", logging.INFO, "", 0, "batch committed", (), None
+    )
     record.__dict__.update({"partition": 2, "rows": 100, "insert_ms": 12.5, "lag": 0})
 
     line = json.loads(JsonFormatter().format(record))
@@ -46,4 +48,4 @@ def test_registry_requests_are_not_logged_one_line_each_but_their_warnings_are()
     registry_client = logging.getLogger("httpx2")
     assert not registry_client.isEnabledFor(logging.INFO)
     assert registry_client.isEnabledFor(logging.WARNING)
-    assert logging.getLogger("consumer.commit").isEnabledFor(logging.INFO)
+    assert logging.getLogger("consumer.group.commit").isEnabledFor(logging.INFO)

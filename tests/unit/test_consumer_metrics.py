@@ -9,10 +9,10 @@ from urllib.error import HTTPError
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from consumer.batch import PartitionBatch, Written
-from consumer.errors import KafkaFatalError
+from consumer.group.batch import PartitionBatch, Written
+from consumer.group.errors import KafkaFatalError
+from consumer.group.metrics import BUFFERED, FAILED, ROWS, Collectors, Metrics
 from consumer.health import serve
-from consumer.metrics import BUFFERED, FAILED, ROWS, Collectors, Metrics
 from consumer.process import Failure, worst
 from schemas.errors import ConfigError
 from schemas.target import SchemaMismatchError

@@ -2,8 +2,8 @@
 
 import pytest
 
-from consumer.table import add_columns_sql, create_table_sql, current_view_sql
-from consumer.table_check import additions, grown
+from consumer.tables.table import add_columns_sql, create_table_sql, current_view_sql
+from consumer.tables.table_check import additions, grown
 from schemas.changes import IS_DELETED_SQL, version_sql
 from schemas.target import SchemaMismatchError, Target
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
-from consumer.batch import INTENT, Batcher, Limits, PartitionBatch, Written
-from consumer.commit import CommitQueue
-from consumer.uncommitted import Outcome, Uncommitted
+from consumer.group.batch import INTENT, Batcher, Limits, PartitionBatch, Written
+from consumer.group.commit import CommitQueue
+from consumer.group.uncommitted import Outcome, Uncommitted
 from schemas.errors import ServiceUnavailableError
 from services.clickhouse_errors import ClickHouseUnavailableError
 

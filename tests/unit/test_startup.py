@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tenacity import RetryCallState, Retrying
 
-from consumer.errors import NotPublishedYetError
+from consumer.group.errors import NotPublishedYetError
 from producer.startup import Waterfall, since_start_s
 from schemas.errors import TransientError
 from services.class_archive import (

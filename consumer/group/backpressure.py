@@ -1,0 +1,60 @@
+"""Back-pressure: after a transient failure (ClickHouse, the registry or a commit), pause
+every assigned partition, read again from where the failed work started, back off, resume.
+
+The delays follow the project's one retry schedule (services.retry.backoff_s): 0.5 s, 1 s,
+2 s ... up to `max_backoff_s`, growing while failures follow each other and starting again
+once a batch is written. While paused the loop keeps polling, so rebalances are served and
+the member stays in its group.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, TopicPartition
+
+from consumer.group.metrics import Metrics
+from schemas.errors import TransientError
+from services.retry import backoff_s
+
+log = logging.getLogger(__name__)
+
+
+class Backpressure:
+    def __init__(self, consumer: Consumer, max_backoff_s: float, metrics: Metrics) -> None:
+        self.consumer = consumer
+        self.max_backoff_s = max_backoff_s
+        self.metrics = metrics
+        self.failures = 0  # in a row
+        self._until: float | None = None  # paused until then
+
+    def back_off(self, error: TransientError, rewind: Sequence[TopicPartition]) -> float:
+        """Pause the assigned partitions, move them back to `rewind` (what was read after it
+        was dropped), and wait the next delay of the schedule; returns it."""
+        self.failures += 1
+        delay = backoff_s(self.failures, self.max_backoff_s)
+        self.metrics.retried()
+        log.warning(
+            "transient error, retrying", extra={"error": str(error)[:500], "retry_in_s": delay}
+        )
+        self.consumer.pause(self.consumer.assignment())
+        for start in rewind:
+            self.consumer.seek(start)
+        self._until = time.monotonic() + delay
+        return delay
+
+    def waiting(self) -> bool:
+        """True while backing off; once the delay is over, the partitions resume."""
+        if self._until is None:
+            return False
+        if time.monotonic() < self._until:
+            return True
+        self.consumer.resume(self.consumer.assignment())
+        self._until = None
+        return False
+
+    def recovered(self) -> None:
+        """A batch was written: the next failure waits the first delay again."""
+        self.failures = 0

@@ -1,0 +1,81 @@
+"""The dead-letter topic `<topic>.dlq`: poison messages, their key and value unchanged, with
+headers naming the error, the source topic, partition and offset."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from consumer.group.errors import PoisonMessageError
+from schemas.errors import ServiceUnavailableError
+from schemas.naming import dlq_topic
+from services.kafka_errors import build
+
+log = logging.getLogger(__name__)
+
+ERROR = "cdfbridge.error"
+SOURCE_TOPIC = "cdfbridge.source.topic"
+SOURCE_PARTITION = "cdfbridge.source.partition"
+SOURCE_OFFSET = "cdfbridge.source.offset"
+
+
+class DeadLetters:
+    def __init__(self, client_config: Mapping[str, Any], max_message_bytes: int) -> None:
+        self._producer = build(
+            Producer,
+            {
+                **client_config,
+                "enable.idempotence": True,
+                "linger.ms": 20,
+                "message.max.bytes": max_message_bytes,
+            },
+        )
+        self._failures: list[str] = []
+
+    def send(self, message: Message, error: PoisonMessageError | str) -> None:
+        source = str(message.topic())
+        headers: list[tuple[str, str | bytes | None]] = [
+            (ERROR, str(error).encode()),
+            (SOURCE_TOPIC, source.encode()),
+            (SOURCE_PARTITION, str(message.partition()).encode()),
+            (SOURCE_OFFSET, str(message.offset()).encode()),
+        ]
+        topic = dlq_topic(source)
+        self._producer.produce(
+            topic,
+            value=message.value(),
+            key=message.key(),
+            headers=headers,
+            on_delivery=self._delivered,
+        )
+        log.warning(
+            "dead-lettered",
+            extra={
+                "topic": topic,
+                "partition": message.partition(),
+                "offset": message.offset(),
+                "error": str(error)[:500],
+            },
+        )
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        """Wait until every dead letter is acknowledged: offsets of dead-lettered messages
+        are committed only after this returns."""
+        try:
+            left = self._producer.flush(timeout_s)
+        except KafkaException as exc:
+            raise ServiceUnavailableError(f"dead-letter producer failed: {exc}") from exc
+        failures, self._failures = self._failures, []
+        if failures:
+            raise ServiceUnavailableError(f"dead letters not delivered: {failures[:3]}")
+        if left:
+            raise ServiceUnavailableError(
+                f"{left} dead letters not acknowledged by Kafka within {timeout_s} s"
+            )
+
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self._failures.append(f"{message.topic()}: {error}")

@@ -1,0 +1,187 @@
+"""Kafka-engine objects brought to the topic's latest value schema (`kafka-engine-ddl --apply`
+where they exist already).
+
+A Kafka table's columns are fixed when it is made, so the columns of a newer schema would
+never get a value on that path. Its comment names the value schema it was made from and the
+group it reads with; when the topic's latest schema is newer, apply:
+
+1. drops the two materialized views: the Kafka table reads only while a view reads it, and
+   what it read is inserted, then committed;
+2. reads where its group stands, then drops the Kafka table;
+3. gives a new group, `<group>-<schema id>`, the offsets to read from: in each partition,
+   the first message written with a newer schema than the table's, if the old group read
+   past one (a partition's schema ids only grow within a generation, so the offsets before
+   the committed one are bisected), else where the old group stands;
+4. lets apply create the Kafka table, reading with the new group, and the views again.
+
+A new group, because a dropped Kafka table's member can stay in its old group for minutes
+and hold a rebalance there. The messages read again carry the versions they had; of rows
+with equal versions, a ReplacingMergeTree keeps the one inserted last, so the rows read
+again, now with every column, replace those read without them: nothing is lost or doubled
+in the resolved table.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from consumer.group import offsets
+from consumer.group.registry import schema_id
+from consumer.kafka_engine.ddl import errors_pump, pump, queue
+from consumer.tables.placement import Placement
+from schemas.errors import ConfigError, ServiceUnavailableError
+from schemas.target import Target
+
+log = logging.getLogger(__name__)
+TIMEOUT_S = 10
+# The comment consumer/kafka_engine/ddl.py gives a Kafka table (BUILT_FROM), read back.
+_BUILT = re.compile(r"cdfbridge value schema (\d+), group (.+)")
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a Kafka table was made from: a value schema id (0: made by an earlier release,
+    which did not say) and the group it reads with."""
+
+    schema_id: int
+    group: str | None
+
+
+def built_from(client: Client, target: Target) -> Built | None:
+    """What the target's Kafka table was made from; None: it has none."""
+    rows = client.query(
+        "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+        parameters={"db": target.database, "t": queue(target).table},
+    ).result_rows
+    if not rows:
+        return None
+    found = _BUILT.fullmatch(str(rows[0][0]))
+    return Built(int(found[1]), found[2]) if found else Built(0, None)
+
+
+def evolve(
+    placement: Placement,
+    kafka: Mapping[str, Any],
+    target: Target,
+    topic: str,
+    group: str,
+    latest: int,
+) -> str:
+    """Steps 1-3 when the target's Kafka table was made from an older schema than latest
+    (on every server that holds one); returns the group the Kafka table is to read with."""
+    built = built_from(placement.client, target)
+    if built is None or built.schema_id >= latest:
+        return built.group if built is not None and built.group else group
+    for view in (pump(target), errors_pump(target)):  # 1.
+        placement.drop("VIEW", view.name)
+    old = built.group or group
+    start = starts(kafka, old, topic, built.schema_id)  # 2.
+    placement.drop("TABLE", queue(target).name)
+    new = f"{group}-{latest}"
+    if not built.schema_id:
+        log.warning(
+            "Kafka table made by an earlier release, from a schema it did not name: made again "
+            "from the latest; rows it read without the newer columns stay so until a rebuild",
+            extra={"table": queue(target).name},
+        )
+    if start:
+        _reset(kafka, new, start)  # 3.
+    log.info(
+        "Kafka table brought to a newer schema",
+        extra={"table": queue(target).name, "from": built.schema_id, "to": latest, "group": new},
+    )
+    return new
+
+
+def starts(kafka: Mapping[str, Any], group: str, topic: str, built: int) -> list[TopicPartition]:
+    """Where a new group takes over from group in each partition group has read: at the
+    first message of a schema newer than built that group read, else where group stands.
+    built 0 (unknown): where group stands."""
+    probe = reader(kafka, group)  # committed() only: never joins
+    try:
+        partitions = sorted(probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions)
+        asked = [TopicPartition(topic, p) for p in partitions]
+        moved = []
+        for committed in probe.committed(asked, timeout=TIMEOUT_S):
+            if committed.offset < 0:
+                continue  # nothing read there yet: the new group reads it from the start
+            low, _ = probe.get_watermark_offsets(committed, timeout=TIMEOUT_S)
+            start = _first_newer(probe, committed, low, built) if built else committed.offset
+            moved.append(TopicPartition(topic, committed.partition, start))
+        return moved
+    finally:
+        probe.close()
+
+
+def reader(kafka: Mapping[str, Any], group: str) -> Consumer:
+    """A read_committed consumer that assign()s and reads single messages (framed_at), and
+    says where a partition ends; it never joins `group` nor commits. A start that
+    compaction or retention passed reads from the first message left."""
+    return Consumer(
+        {
+            **kafka,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
+def _first_newer(probe: Consumer, committed: TopicPartition, low: int, built: int) -> int:
+    """The first offset in [low, committed) of a message of a schema above built, by
+    bisection; committed.offset when there is none."""
+    high = committed.offset
+    while low < high:
+        middle = (low + high) // 2
+        found = framed_at(probe, committed.topic, committed.partition, middle, high)
+        if found is None:  # nothing framed in [middle, high)
+            high = middle
+        elif found[1] > built:
+            high = found[0]
+        else:
+            low = found[0] + 1
+    return high
+
+
+def framed_at(
+    probe: Consumer, topic: str, partition: int, offset: int, before: int
+) -> tuple[int, int] | None:
+    """(offset, schema id) of the first framed value at or after offset and before `before`."""
+    probe.assign([TopicPartition(topic, partition, offset)])
+    while True:
+        message = probe.poll(TIMEOUT_S)
+        if message is None:
+            return None
+        error = message.error()
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                raise ServiceUnavailableError(f"cannot read {topic} [{partition}]: {error}")
+            return None
+        at = message.offset() or 0
+        if at >= before:
+            return None
+        found = schema_id(message.value() or b"")
+        if found is not None:
+            return at, found
+
+
+@retry(
+    retry=retry_if_exception_type(ConfigError),
+    stop=stop_after_delay(30),
+    wait=wait_fixed(1),
+    reraise=True,
+)
+def _reset(kafka: Mapping[str, Any], group: str, start: list[TopicPartition]) -> None:
+    """The new group's offsets set; retried while Kafka settles the new group."""
+    offsets.reset(kafka, group, start)

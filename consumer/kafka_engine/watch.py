@@ -1,0 +1,133 @@
+"""`kafka-engine-ddl --watch`: ClickHouse's Kafka engine kept up with its topics without
+cron. No cdfbridge process reads the rows of a Kafka-engine table, so a schema change or a
+resync is met where the DDL is applied (consumer/kafka_engine/plan.py `apply`: new columns
+brought in, a table behind a new generation rebuilt with `rebuild = "auto"`). The watch
+applies every configured topic's DDL in turn, every `kafka_engine_watch_seconds`, until
+SIGTERM:
+1. plan each topic's DDL from the registry's latest schemas;
+2. apply it: what is in place and current is left alone, what is missing or older is made;
+3. a topic whose apply fails is logged, reported by /health and tried again next round;
+   the others go on;
+4. the messages the engine could not parse (`<table>_kafka_errors`) are counted: rows there
+   are rows missing from the table, so /health reports them until someone deals with them
+   (a rebuild, then TRUNCATE of the errors table).
+
+Its port (consumer.metrics_port) serves /metrics (each topic's last applied round,
+failures and unparsed messages) and /health (503 while a topic's last apply failed or its
+errors table holds messages).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from consumer.health import serve
+from consumer.kafka_engine import plan as kafka_engine_plan
+from consumer.kafka_engine.ddl import errors
+from consumer.settings import ConsumerSettings
+from consumer.topics import resolve
+from schemas.errors import CdfBridgeError
+from services.clickhouse_client import connect
+from services.clickhouse_errors import sorted_errors
+
+log = logging.getLogger(__name__)
+PREFIX = "cdfbridge_consumer_kafka_engine_"
+
+
+class EngineWatch:
+    """Applies the Kafka-engine DDL of every topic of `settings` each round."""
+
+    def __init__(self, settings: ConsumerSettings, group: str, num_consumers: int) -> None:
+        self.settings, self.group, self.num_consumers = settings, group, num_consumers
+        self.stop = threading.Event()
+        self.failures: dict[str, str] = {}  # topic → why its last apply failed
+        self.done: set[str] = set()  # topics applied at least once
+        self.registry = r = CollectorRegistry()
+        topic = ["topic"]
+        self.applied = Gauge(
+            f"{PREFIX}applied_timestamp_seconds",
+            "When the topic's DDL was last applied",
+            topic,
+            registry=r,
+        )
+        self.failed = Counter(
+            f"{PREFIX}apply_failures", "Applies of the topic's DDL that failed", topic, registry=r
+        )
+        self.unparsed = Gauge(
+            f"{PREFIX}unparsed_messages",
+            "Messages the engine could not parse, in <table>_kafka_errors",
+            topic,
+            registry=r,
+        )
+        self.unparsed_by_topic: dict[str, int] = {}
+
+    def problems(self) -> list[str]:
+        failed = [f"topic {topic}: {why}" for topic, why in sorted(self.failures.items())]
+        unparsed = [
+            f"topic {topic}: {count} messages in its Kafka engine's errors table"
+            for topic, count in sorted(self.unparsed_by_topic.items())
+            if count
+        ]
+        return failed + unparsed
+
+    def run(self) -> None:
+        """Rounds until stop is set; each topic's failure is its own (step 3)."""
+        nullable_tuple = kafka_engine_plan.nullable_tuples(self.settings)
+        while not self.stop.is_set():
+            for each in resolve(self.settings):
+                if self.stop.is_set():
+                    return
+                self._apply(each, nullable_tuple)
+            self.stop.wait(self.settings.consumer.kafka_engine_watch_seconds)
+
+    def _apply(self, each: ConsumerSettings, nullable_tuple: bool) -> None:
+        topic = each.consumer.topic
+        try:
+            chosen = kafka_engine_plan.plan(each, self.group, self.num_consumers, nullable_tuple)
+            kafka_engine_plan.apply(each, chosen)  # 1., 2.
+            count = unparsed(each)  # 4.
+        except CdfBridgeError as exc:  # 3.
+            self.failures[topic] = str(exc)[:500]
+            self.failed.labels(topic).inc()
+            log.error(
+                "the Kafka engine's DDL was not applied",
+                extra={"topic": topic, "error": str(exc)[:500]},
+            )
+            return
+        if self.failures.pop(topic, None) is not None or topic not in self.done:
+            log.info("the Kafka engine's DDL is applied", extra={"topic": topic})
+        self.done.add(topic)
+        self.applied.labels(topic).set(time.time())
+        self.unparsed_by_topic[topic] = count
+        self.unparsed.labels(topic).set(count)
+
+
+def unparsed(settings: ConsumerSettings) -> int:
+    """Rows in the target's `<table>_kafka_errors`."""
+    table = errors(settings.target()).name
+    with sorted_errors(settings.clickhouse.url):
+        return int(str(connect(settings.clickhouse).command(f"SELECT count() FROM {table}")))  # noqa: S608 - quoted
+
+
+def watch(settings: ConsumerSettings, group: str, num_consumers: int) -> None:
+    """Run the watch until SIGTERM or SIGINT, serving its /metrics and /health."""
+    engine = EngineWatch(settings, group, num_consumers)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: engine.stop.set())
+    port = settings.consumer.metrics_port
+    server = serve(engine, port) if port else None
+    log.info(
+        "watching the Kafka engine's DDL",
+        extra={"every_s": settings.consumer.kafka_engine_watch_seconds},
+    )
+    try:
+        engine.run()
+    finally:
+        if server is not None:
+            server.shutdown()

@@ -1,0 +1,66 @@
+"""Which generation of its topic (schemas/progress.py) a ClickHouse table holds: a rebuild
+records it in the comment of the table that stores the rows (on a cluster, each shard's
+local table, which a rebuild's EXCHANGE moves with the rows), and `status` compares it with
+the topic's, to say when a resync calls for a rebuild.
+
+A table without the mark holds generation 0: filled from the topic's beginning.
+
+The mark also records, per partition, the offset the table's rows reach (`start`): where
+the rebuild's group stood when its table was swapped in. It is durable with the rows, so a
+live group that restarts behind it (the rebuild killed before it moved the group, or the
+group's offsets reset to older ones) jumps to it instead of writing an older generation's
+rows into the table (consumer/rebuild/first_read.py `floor`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from clickhouse_connect.driver.client import Client
+
+from consumer.tables.placement import Placement
+from schemas.clickhouse import literal
+from schemas.target import Target
+
+KEY = "cdfbridge_generation"
+START_KEY = "cdfbridge_start"
+
+
+@dataclass(frozen=True)
+class Mark:
+    generation: int = 0
+    start: dict[int, int] = field(default_factory=dict)  # partition → offset the rows reach
+
+
+def mark(
+    placement: Placement, target: Target, generation: int, start: dict[int, int] | None = None
+) -> None:
+    recorded: dict[str, object] = {KEY: generation}
+    if start:
+        recorded[START_KEY] = {str(p): offset for p, offset in sorted(start.items())}
+    comment = literal(json.dumps(recorded))
+    placement.ddl(lambda on: f"ALTER TABLE {target.local.name}{on} MODIFY COMMENT {comment}")
+
+
+def held(client: Client, target: Target) -> int:
+    """The generation target holds (0 without a mark, or with a comment of someone else's)."""
+    return marked(client, target).generation
+
+
+def marked(client: Client, target: Target) -> Mark:
+    """The mark on target (generation 0 and no start without one)."""
+    found = client.query(
+        "SELECT comment FROM system.tables WHERE database = {d:String} AND name = {t:String}",
+        parameters={"d": target.database, "t": target.local.table},
+    ).result_rows
+    try:
+        recorded = json.loads(found[0][0]) if found else {}
+    except ValueError:
+        return Mark()
+    if not isinstance(recorded, dict):
+        return Mark()
+    value, start = recorded.get(KEY, 0), recorded.get(START_KEY) or {}
+    if not isinstance(value, int) or not isinstance(start, dict):
+        return Mark()
+    return Mark(value, {int(p): int(o) for p, o in start.items()})
