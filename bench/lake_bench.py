@@ -68,12 +68,14 @@ def config_text(
     tables: dict[str, tuple[str, str]],
     poll_s: float,
     extra: dict[str, str] | None = None,
+    idle_poll_max_s: float = 5.0,
 ) -> str:
     """[[tables]] for both stages: {name: (path, topic)}, ClickHouse table = name; extra:
     {name: more TOML lines of its entry}."""
+    polls = f"poll_interval_s = {poll_s}\nidle_poll_max_s = {idle_poll_max_s}"
     lines = [
         f'[clickhouse]\ndatabase = "{database}"',
-        f"[source]\npoll_interval_s = {poll_s}\nmetrics_port = 0",
+        f"[source]\n{polls}\nmetrics_port = 0",
         "[consumer]\nmetrics_port = 0\nbatch_seconds = 0.5",
     ]
     for name, (path, topic) in tables.items():
@@ -116,7 +118,7 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
     for name in tables:
         target.create(client, database, name)
     config = root / f"{run_id}.toml"
-    config.write_text(config_text(database, tables, args.poll_interval, extra))
+    config.write_text(config_text(database, tables, args.poll_interval, extra, args.idle_poll_max))
     logs = Path(__file__).parent / "results" / "logs"
     env = {**os.environ}
     producer = start(
@@ -305,6 +307,9 @@ def main() -> None:
         help="measure from then on even if the pipeline has not caught up (reported)",
     )
     p.add_argument("--poll-interval", type=float, default=0.5, help="the producer's")
+    p.add_argument(
+        "--idle-poll-max", type=float, default=5.0, help="the producer's idle_poll_max_s"
+    )
     p.add_argument("--backfill-rows", type=int, default=0, help="a table backfilled meanwhile")
     p.add_argument("--resync-rows", type=int, default=0, help="a table resynced meanwhile")
     p.add_argument(

@@ -54,7 +54,18 @@ def parser() -> argparse.ArgumentParser:
         "_change_type=snapshot, then follow changes; for late-enabled CDF or vacuumed history",
     )
     source.add_argument("--until-version", type=int, help="stop after this version (backfills)")
-    source.add_argument("--poll-interval", dest="poll_interval_s", type=float, help="seconds")
+    source.add_argument(
+        "--poll-interval",
+        dest="poll_interval_s",
+        type=float,
+        help="seconds between looks at the table after a new commit (default 1)",
+    )
+    source.add_argument(
+        "--idle-poll-max",
+        dest="idle_poll_max_s",
+        type=float,
+        help="seconds the looks at an idle table grow to, doubling (default 5)",
+    )
     source.add_argument("--max-rows-per-chunk", type=int, help="rows per Kafka transaction")
     source.add_argument(
         "--max-bytes-per-chunk",

@@ -20,7 +20,8 @@ slices are in the driver however long the backlog is.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 from producer.chunks import Chunks
 from producer.course import Course, RowWidth, spans
@@ -60,10 +61,10 @@ def follow(
     )
     ranges.settled = source.settled
     chunks = Chunks(source, ranges, course, steps or Waterfall(), cycle)
-    idle = _Idle(config.poll_interval_s)
+    idle = Idle(config.poll_interval_s, config.idle_poll_max_s)
 
     def wait() -> bool:  # for the table to change; True: stop
-        return stop.wait(config.poll_interval_s)
+        return stop.wait(idle.next_wait_s())
 
     def head() -> int:  # poll: the commit files after the last published, now and then the log
         published = course.next_version - 1
@@ -95,18 +96,37 @@ def follow(
         chunks.mark_head(False)
 
 
-class _Idle:
-    """When an idle table's log is loaded whole (DeltaSource.latest_version): at the first
-    poll that finds no commit file (the next one may be gone while later ones are there:
-    the log cleaned up behind a checkpoint), then once every LOG_CHECK_S of such polls. Only
-    that finds a table created again whose log has not reached the next version yet."""
+class Idle:
+    """An idle table's polls, which grow apart while it stays idle: the wait doubles from
+    poll_interval_s up to idle_poll_max_s, and a new commit sets it back. A lake of idle
+    tables then costs few calls, and a table that commits often is polled as set.
+
+    Its log is loaded whole (DeltaSource.latest_version) at the first poll that finds no
+    commit file (the next one may be gone while later ones are there: the log cleaned up
+    behind a checkpoint), then once every LOG_CHECK_S while none is found. Only that finds a
+    table created again whose log has not reached the next version yet."""
 
     LOG_CHECK_S = 60.0
 
-    def __init__(self, poll_interval_s: float) -> None:
-        self.every = max(1, round(self.LOG_CHECK_S / poll_interval_s))
-        self.polls = self.every - 1
+    def __init__(
+        self, poll_interval_s: float, max_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.first_s, self.max_s = poll_interval_s, max(max_s, poll_interval_s)
+        self.wait_s, self.clock = poll_interval_s, clock
+        self.checked: float | None = None  # when the log was last loaded, or a commit found
 
     def check_log(self, found: bool) -> bool:
-        self.polls = 0 if found else self.polls + 1
-        return self.polls > 0 and self.polls % self.every == 0
+        """Whether to load the log whole after a poll that found (or not) new commits."""
+        now = self.clock()
+        if found:
+            self.wait_s, self.checked = self.first_s, now
+            return False
+        if self.checked is None or now - self.checked >= self.LOG_CHECK_S:
+            self.checked = now
+            return True
+        return False
+
+    def next_wait_s(self) -> float:
+        """The wait before the next poll; the one after is longer, up to max_s."""
+        wait, self.wait_s = self.wait_s, min(self.wait_s * 2, self.max_s)
+        return wait

@@ -2,6 +2,9 @@
 same `follow_table` that runs a single table (producer/table.py), fairly, and failing alone.
 
 - Reads at the tables' heads are collected in one Spark job per cycle (producer/cycle.py).
+- At most STARTING_AT_ONCE tables set up at once (their Delta logs loaded, Kafka's side
+  made, their starting points found; producer/table.py step 1): the first ones reach their
+  heads and publish while the others wait their turn, instead of all loading together.
 
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
   snapshots) run in one pool and fresh commits in another (producer/chunks.py), so a big
@@ -27,7 +30,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from producer import metrics
@@ -46,6 +50,34 @@ if TYPE_CHECKING:
 log = logging.getLogger("cdfbridge.producer")
 TABLE_MAX_BACKOFF_S = 300.0
 HEALTHY_S = 60.0  # an attempt that ran this long before failing had recovered
+STARTING_AT_ONCE = 4  # tables setting up at once: each keeps Spark's driver busy meanwhile
+
+
+class Starts:
+    """The turns of tables to set up, `size` at a time."""
+
+    def __init__(self, size: int = STARTING_AT_ONCE) -> None:
+        self._turns = threading.BoundedSemaphore(size)
+
+    @contextmanager
+    def turn(self, stop: threading.Event) -> Iterator[Callable[[], None] | None]:
+        """A turn, as the callable that gives it back (once, or on leaving); None when stop
+        is set before one comes."""
+        while not self._turns.acquire(timeout=0.2):
+            if stop.is_set():
+                yield None
+                return
+        given = threading.Event()
+
+        def give_back() -> None:
+            if not given.is_set():
+                given.set()
+                self._turns.release()
+
+        try:
+            yield give_back
+        finally:
+            give_back()
 
 
 class Backoff:
@@ -74,7 +106,10 @@ def follow_all(
     """Follow every table of settings until each is done (--until-version) or the process
     stops (resyncs.stop); raises the first error that stops every table. cycle: where the
     tables' reads at their heads are collected together."""
-    tables = [_Table(settings, source, spark, resyncs, cycle) for source in settings.sources()]
+    starts = Starts()
+    tables = [
+        _Table(settings, source, spark, resyncs, cycle, starts) for source in settings.sources()
+    ]
     metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
         table.thread.start()
@@ -105,9 +140,11 @@ class _Table:
         spark: SparkSession,
         resyncs: Resyncs,
         cycle: Cycle,
+        starts: Starts,
     ) -> None:
         self.settings = settings.model_copy(update={"source": source, "tables": []})
         self.source, self.spark, self.resyncs, self.cycle = source, spark, resyncs, cycle
+        self.starts = starts
         self.stop = resyncs.stop
         self.topic = source.topic_name
         self.error: BaseException | None = None  # what stopped every table, if this saw it
@@ -125,8 +162,12 @@ class _Table:
         metrics.TABLE_FAILED.labels(self.topic).set(0)
 
         def attempt() -> None:
-            self.backoff.attempt()
-            follow_table(self.settings, self.spark, self.resyncs, self.cycle)
+            with self.starts.turn(self.stop) as started:
+                self.backoff.attempt()
+                if started is not None:  # else the process stops
+                    follow_table(
+                        self.settings, self.spark, self.resyncs, self.cycle, started=started
+                    )
 
         try:
             while True:

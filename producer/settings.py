@@ -36,7 +36,11 @@ class SourceSection(Section):
     until_version: int | None = Field(default=None, ge=0)
     """Stop after publishing this version (a backfill); unset: follow forever."""
     poll_interval_s: float = Field(default=1.0, gt=0)
-    """Seconds between looks at the table's head while it has nothing new."""
+    """Seconds between looks at the table's head after a new commit."""
+    idle_poll_max_s: float = Field(default=5.0, gt=0)
+    """While the table stays idle, the looks grow apart, the wait doubling from
+    poll_interval_s up to this; a new commit sets it back. A commit to an idle table waits
+    for the next look: up to this long. Set it to poll_interval_s to poll at one pace."""
     max_rows_per_chunk: int = Field(default=500_000, gt=0)
     """Changes per Kafka transaction at most; a larger single version is cut in key-hash
     slices."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -54,17 +54,18 @@ def follow_table(
     cycle: Cycle,
     steps: Waterfall | None = None,
     kafka: Future[KafkaSide] | None = None,
+    started: Callable[[], None] = lambda: None,
 ) -> None:
     """Publish settings.source's table until its --until-version or the process stops,
     starting over on each resync request; raises CdfBridgeErrors, the object store's
     failures named. cycle: where its reads at the head are collected; kafka: its Kafka
-    side, set up already (or being set up)."""
+    side, set up already (or being set up); started: told once step 1 is done."""
     topic = settings.source.topic_name
     steps, resynced = steps or Waterfall(topic), False
     while True:
         halt = resyncs.rearm(topic)
         try:
-            _follow(settings, spark, halt, resyncs, cycle, steps, kafka)
+            _follow(settings, spark, halt, resyncs, cycle, steps, kafka, started)
         except CdfBridgeError as exc:
             if resynced or not resyncs_itself(exc, settings):
                 raise
@@ -90,6 +91,7 @@ def _follow(
     cycle: Cycle,
     steps: Waterfall,
     kafka: Future[KafkaSide] | None,
+    started: Callable[[], None],
 ) -> None:
     config, topic = settings.source, settings.source.topic_name
     in_pool(spark, FOLLOW)
@@ -124,6 +126,7 @@ def _follow(
         schemas.registered = publisher.progress.name_value_schema
         publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
         resume = None if position.resync_pending else position.part
+        started()
         changes = follow(source, schemas, config, start, snapshot_at, stop, steps, resume, cycle)
         # The prefetch's own stop: closing it must not stop the other tables.
         with Prefetch(changes, name=f"cdf-reader-{topic}") as slices:

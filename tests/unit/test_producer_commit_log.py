@@ -4,7 +4,7 @@ can be read with the schema already known."""
 import json
 
 from producer.commit_log import KEPT, Commit, Commits, parsed
-from producer.follow import _Idle
+from producer.follow import Idle
 
 
 def commit_file(*actions: dict[str, object]) -> str:
@@ -71,8 +71,39 @@ def test_old_commits_are_forgotten() -> None:
     assert 0 not in commits and KEPT + 1 in commits
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_an_idle_table_loads_its_whole_log_at_first_then_once_a_minute_of_empty_polls() -> None:
-    idle = _Idle(poll_interval_s=20.0)  # every 3 empty polls, and at the first
-    assert [idle.check_log(found=False) for _ in range(4)] == [True, False, False, True]
-    assert not idle.check_log(found=True)  # a commit found starts the count over
-    assert [idle.check_log(found=False) for _ in range(3)] == [False, False, True]
+    clock = Clock()
+    idle = Idle(poll_interval_s=1.0, max_s=20.0, clock=clock)
+
+    def polls(found: bool, every_s: float, count: int) -> list[bool]:
+        checked = []
+        for _ in range(count):
+            checked.append(idle.check_log(found))
+            clock.now += every_s
+        return checked
+
+    assert polls(False, 20.0, 4) == [True, False, False, True]  # at 0 s and 60 s
+    assert polls(True, 20.0, 1) == [False]  # a commit found starts the minute over
+    assert polls(False, 20.0, 3) == [False, False, True]
+
+
+def test_an_idle_tables_polls_grow_apart_up_to_the_bound_and_a_commit_sets_them_back() -> None:
+    idle = Idle(poll_interval_s=0.5, max_s=5.0, clock=Clock())
+
+    assert [idle.next_wait_s() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    idle.check_log(found=True)
+    assert [idle.next_wait_s() for _ in range(2)] == [0.5, 1.0]
+
+
+def test_a_bound_below_the_poll_interval_polls_at_one_pace() -> None:
+    idle = Idle(poll_interval_s=2.0, max_s=1.0, clock=Clock())
+
+    assert [idle.next_wait_s() for _ in range(3)] == [2.0, 2.0, 2.0]

@@ -1,7 +1,9 @@
 """A failing table's back-off: doubling while it keeps failing, from the start again once an
-attempt had run long enough to count as a recovery."""
+attempt had run long enough to count as a recovery. And the turns of tables to set up."""
 
-from producer.lake import HEALTHY_S, TABLE_MAX_BACKOFF_S, Backoff
+import threading
+
+from producer.lake import HEALTHY_S, TABLE_MAX_BACKOFF_S, Backoff, Starts
 
 
 class Clock:
@@ -37,3 +39,33 @@ def test_a_failure_after_a_healthy_run_starts_the_back_off_over() -> None:
 
     assert fail_after(backoff, clock, HEALTHY_S) == 0.5
     assert fail_after(backoff, clock, 1.0) == 1.0
+
+
+def test_tables_set_up_a_few_at_a_time_and_a_turn_is_given_back_once() -> None:
+    starts, stop = Starts(size=2), threading.Event()
+    with starts.turn(stop) as first, starts.turn(stop) as second:
+        assert first is not None and second is not None
+        waiting: list[object] = []
+        third = threading.Thread(target=lambda: _take(starts, stop, waiting))
+        third.start()
+        third.join(0.5)
+        assert third.is_alive()  # both turns taken
+        first()
+        first()  # given back once: a second call gives nothing more
+        third.join(5)
+        assert not third.is_alive() and len(waiting) == 1 and waiting[0] is not None
+    with starts.turn(stop) as again, starts.turn(stop) as twice:
+        assert again is not None and twice is not None  # both back after leaving
+
+
+def test_a_table_waiting_for_its_turn_leaves_when_the_process_stops() -> None:
+    starts, stop = Starts(size=1), threading.Event()
+    with starts.turn(stop):
+        stop.set()
+        with starts.turn(stop) as turn:
+            assert turn is None
+
+
+def _take(starts: Starts, stop: threading.Event, taken: list[object]) -> None:
+    with starts.turn(stop) as turn:
+        taken.append(turn)
