@@ -37,6 +37,7 @@ class Plan:
     schema_id: int = 0  # the value schema the columns come from: the topic's latest
     shard_by: tuple[str, ...] = ()  # on a cluster, the primary key
     keeper: bool = True  # on a cluster: False when its DDL runs server by server (node_urls)
+    nullable_tuple: bool = True  # the server stores Nullable(Tuple)
 
     def statements(self, reveal_secrets: bool = False) -> list[str]:
         return statements(
@@ -92,6 +93,7 @@ def plan(
         schema_id,
         tuple(schemas.shard_by(topic, settings.consumer.primary_key)),
         keeper=not settings.clickhouse.node_urls,
+        nullable_tuple=nullable_tuple,
     )
 
 
@@ -108,12 +110,15 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
     value schema up to the latest (consumer/kafka_engine/evolve.py), load the table from the
     lake where the engine's group would start at messages it cannot parse
     (consumer/kafka_engine/late.py), then create the Kafka table and its views where
-    missing."""
+    missing. A table rebuilt for a new generation is planned again: `chosen` may have been
+    made from the older generation's schema, just before the resync."""
     with sorted_errors(settings.clickhouse.url):
         placement = Placement.of(settings.clickhouse, connect(settings.clickhouse))
         moved = rebuilt_group(placement, settings, chosen.target, chosen.source.group)
-    if moved is not None:
-        chosen = replace(chosen, source=replace(chosen.source, group=moved))
+    if moved is not None:  # rebuilt for the generation: its schema, whatever was planned
+        source = chosen.source
+        again = plan(settings, source.group, source.num_consumers, chosen.nullable_tuple)
+        chosen = replace(again, source=replace(again.source, group=moved))
     _first_read(settings, chosen)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(

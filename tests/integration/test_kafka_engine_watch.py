@@ -1,5 +1,6 @@
 """`kafka-engine-ddl --watch`: the Kafka engine follows a column added and a resync with no
-command run by hand, reports its health, and stops on SIGTERM with exit 0."""
+command run by hand, reports its health, and stops on SIGTERM with exit 0; a resync that
+lands between a plan and its apply is applied with the new generation's schema."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from consumer.kafka_engine import plan as kafka_engine_plan
 from consumer.tables.generation import held
 from schemas.errors import CdfBridgeError
 from schemas.target import Target
 from tests.conftest import free_port
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env, verify_settings
+from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_column_mapping import create_mapped
 from tests.producer_helpers import publish
 from verify.check import verify
@@ -111,3 +114,32 @@ def test_the_watch_follows_a_new_column_and_a_resync_by_itself(
         watcher.send_signal(signal.SIGTERM)
         code = watcher.wait(60)
     assert code == 0, said()
+
+
+def test_a_plan_made_before_a_resync_is_applied_with_the_new_generations_schema(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, clickhouse: Any
+) -> None:
+    """The watch plans, then applies; a resync that lands in between makes the apply
+    rebuild the table for the new generation, whose schema the plan does not have."""
+    mapped = str(tmp_path / "mapped")
+    create_mapped(spark, mapped)
+    spark.sql(f"INSERT INTO delta.`{mapped}` VALUES ('1', 'ann', 30), ('2', 'bob', 40)")
+    topic = publish(spark, endpoints, mapped, "id", until_version=1)
+    into = consumer_settings(endpoints, topic, ch_database, table="t", rebuild="auto")
+    group = f"{topic}-clickhouse"
+    kafka_engine_plan.apply(into, kafka_engine_plan.plan(into, group))
+    _until(lambda: _equal(endpoints, ch_database, mapped), "equal", lambda: "")
+    stale = kafka_engine_plan.plan(into, group)  # generation 0's schema
+
+    spark.sql(f"ALTER TABLE delta.`{mapped}` RENAME COLUMN name TO full_name")  # 2
+    spark.sql(f"DELETE FROM delta.`{mapped}` WHERE id = '2'")
+    resync = {"on_incompatible_change": "resync"}
+    publish(spark, endpoints, mapped, "id", topic=topic, until_version=3, **resync)
+    kafka_engine_plan.apply(into, stale)
+
+    _until(lambda: _equal(endpoints, ch_database, mapped), "equal after the resync", lambda: "")
+    columns = clickhouse.query(
+        "SELECT name FROM system.columns WHERE database = {db:String} AND table = 't'",
+        parameters={"db": ch_database},
+    ).result_rows
+    assert "name" not in [name for (name,) in columns]
