@@ -5,6 +5,9 @@ as generation 1. A table that takes the new generation's rows without a rebuild 
 mode, until `rebuild` is run; an engine that has not been applied again) must hold the new
 table's rows for every key the two share, not the old table's later-committed ones.
 
+A group moved by hand before the generation's start jumps to where its table's rows reach
+instead of writing the older generation's rows into it.
+
 Upgrades: a generation started by an earlier release, whose values have no `_generation`,
 keeps that shape to its end, and a table made from such values takes the column and the
 full rule when a newer generation's values arrive.
@@ -21,6 +24,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import Schema
 
+from consumer.cli import main as consumer_cli
+from consumer.group import offsets
 from consumer.process import run as consume
 from producer import resync_command
 from schemas.avro import value_schema
@@ -30,8 +35,10 @@ from services.progress_topic import Progress
 from services.settings import KafkaConfig
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import ORDERS, Changes, order
+from tests.integration.consumer_support import ORDERS, Changes, consumer_env, order
 from tests.integration.consumer_support import settings as consumer_settings
+from tests.integration.test_partial_rebuild import _equal
+from tests.integration.test_rebuild_race import _two_generations
 from tests.producer_helpers import publish, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -130,3 +137,28 @@ def test_a_generation_started_without_the_field_keeps_its_shape_until_the_next(
         if r.value is not None
     }
     assert shapes == {(False, False, None), (True, True, 1)}
+
+
+def test_a_group_reset_before_the_generations_start_jumps_to_it_and_ends_equal(
+    spark: Any,
+    endpoints: Endpoints,
+    tmp_path: Path,
+    ch_database: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`reset-offsets --to-earliest` moves the group into generation 0, whose keys the
+    snapshot of generation 1 no longer has: the group starts where its table's rows reach."""
+    path = str(tmp_path / "orders")
+    topic = _two_generations(spark, endpoints, path)  # generation 0 deleted a third of it
+    settings = consumer_settings(endpoints, topic, ch_database, table="t")
+    assert consume(settings, until_caught_up=True) == []  # a new group: from generation 1
+    assert _equal(endpoints, ch_database, path, topic)
+
+    consumer_env(monkeypatch, endpoints, ch_database)
+    args = ["--topic", topic, "--group", settings.consumer.group, "reset-offsets"]
+    assert consumer_cli(args + ["--to-earliest"]) == 0
+    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+    assert min(offsets.committed(kafka, settings.consumer.group, topic).values()) == 0
+    assert consume(settings, until_caught_up=True) == []
+
+    assert _equal(endpoints, ch_database, path, topic)

@@ -64,6 +64,7 @@ def test_avro_deserializer_reads_every_type_back(published: tuple[str, list[Any]
         "_change_type",
         "_commit_version",
         "_commit_timestamp",
+        "_generation",
     }
 
 

@@ -16,6 +16,7 @@ import pytest
 from producer import resync_command as resync
 from producer.commit_log import CommitLog
 from producer.errors import LogReplacedError, TableRecreatedError, TopicClaimedError
+from producer.follow import Idle
 from producer.run import run
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
@@ -76,7 +77,9 @@ def test_a_table_created_again_under_a_running_producer_stops_it(
         )
         shutil.rmtree(path)
         write(path, 1, first_id=1000)  # version 0 only
-        follower.join(timeout=60)
+        # No new commit file: found when the whole log is loaded, once a minute of idle
+        # polls, at the first poll after it (they are idle_poll_max_s apart by then).
+        follower.join(timeout=Idle.LOG_CHECK_S + 30)
     finally:
         stop.set()
         follower.join(timeout=60)
