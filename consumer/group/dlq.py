@@ -23,16 +23,17 @@ SOURCE_OFFSET = "cdfbridge.source.offset"
 
 
 class DeadLetters:
+    """The dead-letter producer, made at the first dead letter: most topics never have one,
+    and an idle librdkafka client still costs its threads and metadata requests."""
+
     def __init__(self, client_config: Mapping[str, Any], max_message_bytes: int) -> None:
-        self._producer = build(
-            Producer,
-            {
-                **client_config,
-                "enable.idempotence": True,
-                "linger.ms": 20,
-                "message.max.bytes": max_message_bytes,
-            },
-        )
+        self._config = {
+            **client_config,
+            "enable.idempotence": True,
+            "linger.ms": 20,
+            "message.max.bytes": max_message_bytes,
+        }
+        self._producer: Producer | None = None
         self._failures: list[str] = []
 
     def send(self, message: Message, error: PoisonMessageError | str) -> None:
@@ -44,6 +45,8 @@ class DeadLetters:
             (SOURCE_OFFSET, str(message.offset()).encode()),
         ]
         topic = dlq_topic(source)
+        if self._producer is None:
+            self._producer = build(Producer, self._config)
         self._producer.produce(
             topic,
             value=message.value(),
@@ -64,6 +67,8 @@ class DeadLetters:
     def flush(self, timeout_s: float = 30.0) -> None:
         """Wait until every dead letter is acknowledged: offsets of dead-lettered messages
         are committed only after this returns."""
+        if self._producer is None:
+            return
         try:
             left = self._producer.flush(timeout_s)
         except KafkaException as exc:
