@@ -125,8 +125,8 @@ def ensure(
             placement.ddl(partial(add_columns_sql, table, new))
         if modified:
             placement.ddl(partial(modify_columns_sql, table, modified))
-        if any(name == GENERATION for name, _ in new):
-            placement.ddl(partial(generation_rule_sql, table))
+    if any(name == GENERATION for name in [*existing, *(n for n, _ in new)]):
+        follow_generation_rule(placement, target)
     if new or modified:
         placement.ddl(lambda on: current_view_sql(target, on))
     return new + modified
@@ -170,15 +170,29 @@ def follow_delete_rule(placement: Placement, target: Target) -> None:
     """A table made when an update's preimage did not delete its key gets the contract's
     _is_deleted expression; rows it already holds keep theirs (none is a preimage unless
     the topic was published with include_preimage)."""
-    local = target.local
-    expression = placement.client.command(
-        "SELECT default_expression FROM system.columns "
-        "WHERE database = {db:String} AND table = {t:String} AND name = {c:String}",
-        parameters={"db": local.database, "t": local.table, "c": IS_DELETED},
-    )
-    if UPDATE_PREIMAGE not in str(expression):
+    if UPDATE_PREIMAGE not in _expression(placement, target, IS_DELETED):
         for table in _tables(target):
             placement.ddl(partial(delete_rule_sql, table))
+
+
+def follow_generation_rule(placement: Placement, target: Target) -> None:
+    """A table with `_generation` whose `_version` lacks it (the column just added, or a
+    process killed between the ADD and this) gets the full rule."""
+    if GENERATION not in _expression(placement, target, VERSION):
+        for table in _tables(target):
+            placement.ddl(partial(generation_rule_sql, table))
+
+
+def _expression(placement: Placement, target: Target, column: str) -> str:
+    """The MATERIALIZED expression of a column of the table that stores the rows."""
+    local = target.local
+    return str(
+        placement.client.command(
+            "SELECT default_expression FROM system.columns "
+            "WHERE database = {db:String} AND table = {t:String} AND name = {c:String}",
+            parameters={"db": local.database, "t": local.table, "c": column},
+        )
+    )
 
 
 def nullable_tuples(client: Client) -> bool:
