@@ -49,6 +49,9 @@ class ConsumerSection(Section):
     """... or this many bytes of values."""
     batch_seconds: float = Field(default=5.0, gt=0)
     """... or once its first row is this many seconds old."""
+    prefetch_mb: float = Field(default=1024.0, gt=0)
+    """Messages fetched ahead of the batches, for the whole process: every topic gets an
+    equal share, split among its partitions (at most 128 MiB, at least 1 MiB each)."""
     deduplication_window: int = Field(default=10_000, gt=0)
     """How many recent insert blocks ClickHouse remembers to drop retried ones."""
     registry_url_for_clickhouse: str = ""

@@ -83,10 +83,12 @@ class ConsumerSettings(ConnectionSettings):
             return f"{found} and {pattern}" if found else pattern
         return found
 
-    def for_topic(self, topic: str) -> ConsumerSettings:
-        """One topic's settings: its [[tables]] entry (if any) over [consumer]."""
+    def for_topic(self, topic: str, topics: int = 1) -> ConsumerSettings:
+        """One topic's settings: its [[tables]] entry (if any) over [consumer], with its share
+        of prefetch_mb when the process reads `topics` topics."""
         c = self.consumer
         update: dict[str, Any] = {"topic": topic, "topics": [], "topic_pattern": ""}
+        update["prefetch_mb"] = c.prefetch_mb / topics
         entry = next((e for e in self.tables if e.topic_name == topic), None)
         if entry is not None:
             update["table"] = c.table or entry.target_table

@@ -25,7 +25,8 @@ KAFKA_INTERNAL = "__"
 
 
 def resolve(settings: ConsumerSettings) -> list[ConsumerSettings]:
-    """One settings per topic, in order: the listed ones, then the pattern's (sorted)."""
+    """One settings per topic, in order: the listed ones, then the pattern's (sorted), each
+    with its share of the process's prefetch memory."""
     chosen = settings.listed()
     if settings.by_pattern:
         pattern = settings.consumer.topic_pattern
@@ -38,7 +39,7 @@ def resolve(settings: ConsumerSettings) -> list[ConsumerSettings]:
                 "whole name), or start the producer first"
             )
         log.info("topics", extra={"pattern": pattern, "topics": chosen})
-    resolved = [settings.for_topic(topic) for topic in chosen]
+    resolved = [settings.for_topic(topic, len(chosen)) for topic in chosen]
     one_topic_per_table(resolved)
     return resolved
 

@@ -19,14 +19,31 @@ from services.settings import MAX_MESSAGE_BYTES
 DEAD_LETTER_HEADROOM = 64 * 1024
 TIMEOUT_S = 30  # per look-up of committed offsets
 COMMITTED_ATTEMPTS = 4
+# librdkafka holds up to queued.max.messages.kbytes fetched ahead per partition (its fetch
+# queue; rdkafka_fetcher.c): a topic's share of the prefetch memory is split among its
+# partitions within these bounds.
+PREFETCH_MAX_KB = 128 * 1024
+PREFETCH_MIN_KB = 1024
+# A topic not there yet when its member starts is taken to have the producer's default.
+ASSUMED_PARTITIONS = 3
+
+
+def prefetch_kbytes(share_mb: float, partitions: int | None) -> int:
+    """queued.max.messages.kbytes for each of a topic's `partitions` (None: not known)."""
+    each = share_mb * 1024 / (partitions or ASSUMED_PARTITIONS)
+    return int(min(PREFETCH_MAX_KB, max(PREFETCH_MIN_KB, each)))
 
 
 def consumer_config(
-    client_config: Mapping[str, Any], group: str, max_message_bytes: int = MAX_MESSAGE_BYTES
+    client_config: Mapping[str, Any],
+    group: str,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    prefetch_kb: int = PREFETCH_MAX_KB,
 ) -> dict[str, Any]:
     """Offsets are committed by hand, after ClickHouse has the rows; uncommitted
     transactions are never read; rebalances move only the partitions that change owner.
-    A fetch always holds the largest message the producer may send."""
+    A fetch always holds the largest message the producer may send; `prefetch_kb` bounds
+    what each partition holds fetched ahead (prefetch_kbytes)."""
     fetch = max(64 * 1024 * 1024, max_message_bytes)
     return {
         # Prefetch whole batches' worth without pausing: librdkafka otherwise backs off for
@@ -38,7 +55,7 @@ def consumer_config(
         # handed over, so the first rows of a backlog arrive sooner.
         "max.partition.fetch.bytes": 2 * 1024 * 1024,
         "queued.min.messages": 1_000_000,
-        "queued.max.messages.kbytes": 128 * 1024,  # per partition: the bound on prefetch memory
+        "queued.max.messages.kbytes": prefetch_kb,
         "fetch.queue.backoff.ms": 0,
         "fetch.wait.max.ms": 100,  # an idle partition answers (and reports its end) sooner
         **client_config,
@@ -126,6 +143,18 @@ def ensure_topic(
         if error.retriable():
             raise ServiceUnavailableError(f"cannot create topic {topic}: {error}") from exc
         raise
+
+
+def partition_count(client_config: Mapping[str, Any], topic: str) -> int | None:
+    """How many partitions the topic has now; None when it is not there or Kafka does not
+    answer (the member's own start then waits or fails as it would). Described, not looked
+    up in metadata: a metadata request for a missing topic may create it."""
+    admin = AdminClient(dict(client_config))
+    future = admin.describe_topics(TopicCollection([topic]), request_timeout=TIMEOUT_S)[topic]
+    try:
+        return len(future.result(timeout=TIMEOUT_S).partitions)
+    except KafkaException:
+        return None
 
 
 def topic_id(client_config: Mapping[str, Any], topic: str) -> str:

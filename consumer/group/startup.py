@@ -20,7 +20,13 @@ from confluent_kafka import Consumer
 
 from consumer.group.batch import TopicPartitionKey
 from consumer.group.dlq import DeadLetters
-from consumer.group.kafka import DEAD_LETTER_HEADROOM, consumer_config, ensure_topic
+from consumer.group.kafka import (
+    DEAD_LETTER_HEADROOM,
+    consumer_config,
+    ensure_topic,
+    partition_count,
+    prefetch_kbytes,
+)
 from consumer.group.rebalance import Rebalance
 from consumer.group.registry import Schemas
 from consumer.group.writer import BatchWriter
@@ -70,10 +76,14 @@ def start(
 
 
 def subscribe(settings: ConsumerSettings, rebalance: Rebalance) -> Consumer:
-    kafka, group = settings.kafka.client_config(), settings.consumer.group
-    consumer = build(Consumer, consumer_config(kafka, group, settings.kafka.max_message_bytes))
+    """A member subscribed to the settings' topic, holding at most the topic's share of the
+    process's prefetch memory (split among the partitions the topic has now)."""
+    kafka, c = settings.kafka.client_config(), settings.consumer
+    prefetch = prefetch_kbytes(c.prefetch_mb, partition_count(kafka, c.topic))
+    config = consumer_config(kafka, c.group, settings.kafka.max_message_bytes, prefetch)
+    consumer = build(Consumer, config)
     consumer.subscribe(
-        [settings.consumer.topic],
+        [c.topic],
         on_assign=rebalance.on_assign,
         on_revoke=rebalance.on_revoke,
         on_lost=rebalance.on_lost,

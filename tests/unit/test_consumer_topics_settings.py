@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from consumer import cli
+from consumer.group.kafka import consumer_config, prefetch_kbytes
 from consumer.settings import load
 from consumer.topics import matching, resolve
 from schemas.errors import ConfigError
@@ -211,3 +212,31 @@ def test_table_flag_with_several_topic_flags_exits_2(capsys: pytest.CaptureFixtu
 
     assert code == 2
     assert "consumer.table (--table" in capsys.readouterr().err
+
+
+def test_the_prefetch_memory_is_the_processs_and_each_topic_gets_an_equal_share(
+    lake: Path,
+) -> None:
+    settings = load(lake, prefetch_mb=600)  # [consumer] prefetch_mb, as --config or env gives it
+
+    shares = [one.consumer.prefetch_mb for one in resolve(settings)]
+
+    assert shares == [300, 300]
+    assert settings.for_topic("crm.customers").consumer.prefetch_mb == 600  # read alone
+
+
+@pytest.mark.parametrize(
+    ("share_mb", "partitions", "kbytes"),
+    [
+        (1024, 3, 128 * 1024),  # one topic: today's 128 MiB per partition, no more
+        (300, 3, 100 * 1024),  # a share split among the partitions the topic has
+        (300, None, 100 * 1024),  # a topic not there yet: the producer's default of 3
+        (10.24, 100, 1024),  # never less than 1 MiB a partition
+    ],
+)
+def test_each_partition_holds_its_part_of_the_topics_share_within_bounds(
+    share_mb: float, partitions: int | None, kbytes: int
+) -> None:
+    assert prefetch_kbytes(share_mb, partitions) == kbytes
+    config = consumer_config({}, "g", prefetch_kb=prefetch_kbytes(share_mb, partitions))
+    assert config["queued.max.messages.kbytes"] == kbytes
