@@ -29,6 +29,7 @@ from consumer.group.loop import Pipeline
 from consumer.group.metrics import Collectors, Metrics
 from consumer.health import serve
 from consumer.rebuild import auto_rebuild
+from consumer.rebuild.generations import Generations
 from consumer.settings import ConsumerSettings
 from consumer.topics import resolve
 from schemas.errors import CdfBridgeError
@@ -77,6 +78,9 @@ class Consumers:
             for settings in each
         ]
         self.failures: list[Failure] = []
+        # rebuild = "auto": one look-out for new generations, for every topic.
+        auto = any(s.consumer.rebuild == "auto" for s in each)
+        self.generations = Generations(each[0]) if auto else None
         self._lock = threading.Lock()
         # Set by stop(): a pipeline made later (_renew, after an automatic rebuild) starts
         # stopped, so a SIGTERM that came while its topic's table was rebuilt is not lost.
@@ -92,8 +96,15 @@ class Consumers:
     def run(self) -> list[Failure]:
         """Run every pipeline until stopped (or caught up); returns the topics that stopped
         on an error. A single pipeline runs on the calling thread and raises its error."""
+        try:
+            return self._run_all()
+        finally:
+            if self.generations is not None:
+                self.generations.close()
+
+    def _run_all(self) -> list[Failure]:
         if len(self.pipelines) == 1:
-            auto_rebuild.serve(self.pipelines[0], self._renew)
+            auto_rebuild.serve(self.pipelines[0], self._renew, self.generations)
             return []
         threads = [
             threading.Thread(
@@ -111,7 +122,7 @@ class Consumers:
     def _run_one(self, pipeline: Pipeline) -> None:
         topic = pipeline.settings.consumer.topic
         try:
-            auto_rebuild.serve(pipeline, self._renew)
+            auto_rebuild.serve(pipeline, self._renew, self.generations)
         except BaseException as exc:  # noqa: BLE001 - kept for the exit code, the rest go on
             pipeline.metrics.failed(exc)
             unexpected = not isinstance(exc, CdfBridgeError | KafkaException)

@@ -2,28 +2,28 @@
 
 A producer resync (asked for by hand, or by `on_incompatible_change = "resync"`) starts a
 new generation of the topic: a snapshot, from which the table must be rebuilt to leave the
-older rows behind. With the setting, each topic's pipeline is watched (`Watch`): once the
-topic's generation is newer than the one its table holds (consumer/tables/generation.py), or the
-new generation's schema stops the pipeline, the pipeline drains and stops, the table is
-rebuilt by a group of its own (from the lake where ClickHouse reads the table, else from
-the topic: consumer/rebuild/steps.py), and the pipeline starts again where that group ended. The
-other topics' pipelines keep flowing meanwhile.
+older rows behind. With the setting, each topic's pipeline is watched by the process's one
+look-out (consumer/rebuild/generations.py): once the topic's generation is newer than the
+one its table holds, or the new generation's schema stops the pipeline, the pipeline
+drains and stops, the table is rebuilt by a group of its own (from the lake where
+ClickHouse reads the table, else from the topic: consumer/rebuild/steps.py), and the
+pipeline starts again where that group ended. The other topics' pipelines keep flowing
+meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from consumer.group import offsets
 from consumer.group.loop import Pipeline
 from consumer.rebuild.first_read import starts
+from consumer.rebuild.generations import Generations
 from consumer.rebuild.lake import LakeUnreadableError
 from consumer.rebuild.steps import builder_group, rebuild
 from consumer.settings import ConsumerSettings
 from consumer.tables.generation import held
-from schemas.errors import TransientError
 from schemas.target import SchemaMismatchError
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
@@ -31,7 +31,6 @@ from services.progress_topic import Progress
 from services.retry import Stopped, retrying
 
 log = logging.getLogger(__name__)
-CHECK_S = 10.0
 
 
 def behind(settings: ConsumerSettings) -> bool:
@@ -58,31 +57,15 @@ def rebuilt(settings: ConsumerSettings, group: str) -> dict[int, int]:
     return offsets.committed(settings.kafka.client_config(), group, topic)
 
 
-class Watch(threading.Thread):
-    """Stops `pipeline` once its topic has a generation newer than its table's."""
-
-    def __init__(self, pipeline: Pipeline) -> None:
-        super().__init__(daemon=True, name=f"generation-{pipeline.settings.consumer.topic}")
-        self.pipeline = pipeline
-        self.moved = False  # the pipeline was stopped for a new generation
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        while not self.done.wait(CHECK_S) and not self.pipeline.stopping.is_set():
-            try:
-                if behind(self.pipeline.settings):
-                    self.moved = True
-                    self.pipeline.stop()
-                    return
-            except TransientError as exc:  # the pipeline meets it too; look again later
-                log.warning("cannot compare generations", extra={"error": str(exc)[:300]})
-
-
-def serve(pipeline: Pipeline, renew: Callable[[Pipeline], Pipeline]) -> None:
+def serve(
+    pipeline: Pipeline,
+    renew: Callable[[Pipeline], Pipeline],
+    generations: Generations | None = None,
+) -> None:
     """Run the pipeline from where its group starts (consumer/rebuild/first_read.py); with
-    `rebuild = "auto"`, rebuild its table at each new generation and run a new one (made by
-    `renew`) from where the rebuild ended."""
-    auto, moved = pipeline.settings.consumer.rebuild == "auto", dict[int, int]()
+    `generations` (`rebuild = "auto"`), rebuild its table at each new generation and run a
+    new one (made by `renew`) from where the rebuild ended."""
+    moved: dict[int, int] = {}
     while not pipeline.stopping.is_set():
         c = pipeline.settings.consumer
         wait = retrying("Kafka", max_backoff_s=c.max_backoff_seconds, stop=pipeline.stopping)
@@ -92,18 +75,17 @@ def serve(pipeline: Pipeline, renew: Callable[[Pipeline], Pipeline]) -> None:
             return
         pipeline.rebalance.first, pipeline.rebalance.floor = found.first, found.floor
         pipeline.rebalance.moved = moved
-        watch = Watch(pipeline)
-        if auto:
-            watch.start()
+        watched = generations.watch(pipeline) if generations is not None else None
         try:
             pipeline.run()
         except SchemaMismatchError:  # the new generation's schema, met before the watch saw it
-            if not auto or not behind(pipeline.settings):
+            if watched is None or not behind(pipeline.settings):
                 raise
-            watch.moved = True
+            watched.moved = True
         finally:
-            watch.done.set()
-        if not watch.moved:
+            if generations is not None and watched is not None:
+                generations.forget(watched)
+        if watched is None or not watched.moved:
             return
         # Renewed before the rebuild: a stop from now on reaches the pipeline that follows
         # (one that came already stops it at once, and the next start rebuilds instead).

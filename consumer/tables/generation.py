@@ -54,8 +54,27 @@ def marked(client: Client, target: Target) -> Mark:
         "SELECT comment FROM system.tables WHERE database = {d:String} AND name = {t:String}",
         parameters={"d": target.database, "t": target.local.table},
     ).result_rows
+    return read_mark(found[0][0] if found else "")
+
+
+def held_by(client: Client, targets: list[Target]) -> dict[Target, int]:
+    """The generation each of `targets` holds, in one query (0 for a table not there)."""
+    found = client.query(
+        "SELECT database, name, comment FROM system.tables "
+        "WHERE database IN {d:Array(String)} AND name IN {t:Array(String)}",
+        parameters={
+            "d": sorted({t.database for t in targets}),
+            "t": sorted({t.local.table for t in targets}),
+        },
+    ).result_rows
+    comments = {(database, name): comment for database, name, comment in found}
+    return {t: read_mark(comments.get((t.database, t.local.table), "")).generation for t in targets}
+
+
+def read_mark(comment: str) -> Mark:
+    """The mark a table's comment records (generation 0 when it is someone else's)."""
     try:
-        recorded = json.loads(found[0][0]) if found else {}
+        recorded = json.loads(comment) if comment else {}
     except ValueError:
         return Mark()
     if not isinstance(recorded, dict):
