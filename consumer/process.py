@@ -27,6 +27,7 @@ from confluent_kafka import KafkaException
 
 from consumer.group.loop import Pipeline
 from consumer.group.metrics import Collectors, Metrics
+from consumer.group.startup import dead_letters_for
 from consumer.health import serve
 from consumer.rebuild import auto_rebuild
 from consumer.rebuild.generations import Generations
@@ -69,11 +70,13 @@ class Consumers:
 
     def __init__(self, each: list[ConsumerSettings], *, until_caught_up: bool = False) -> None:
         self.collectors = Collectors()
+        self.dead_letters = dead_letters_for(each[0])  # made at the first dead letter
         self.pipelines = [
             Pipeline(
                 settings,
                 until_caught_up=until_caught_up,
                 metrics=Metrics(settings.consumer.topic, self.collectors),
+                dead_letters=self.dead_letters,
             )
             for settings in each
         ]
@@ -137,7 +140,10 @@ class Consumers:
     def _renew(self, pipeline: Pipeline) -> Pipeline:
         """A pipeline like `pipeline` (stopped), in its place: stop() reaches the new one."""
         fresh = Pipeline(
-            pipeline.settings, until_caught_up=pipeline.until_caught_up, metrics=pipeline.metrics
+            pipeline.settings,
+            until_caught_up=pipeline.until_caught_up,
+            metrics=pipeline.metrics,
+            dead_letters=self.dead_letters,
         )
         with self._lock:
             self.pipelines[self.pipelines.index(pipeline)] = fresh

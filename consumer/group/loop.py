@@ -25,6 +25,7 @@ from consumer.group import kafka
 from consumer.group.backpressure import Backpressure
 from consumer.group.batch import Batcher, Limits, PartitionBatch, Written
 from consumer.group.commit import CommitQueue, Write
+from consumer.group.dlq import DeadLetters
 from consumer.group.errors import KafkaFatalError
 from consumer.group.metrics import DEAD_LETTERS, ROWS, Metrics
 from consumer.group.rebalance import Rebalance
@@ -50,12 +51,14 @@ class Pipeline:
         *,
         until_caught_up: bool = False,
         metrics: Metrics | None = None,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
-        """settings: one topic's (ConsumerSettings.for_topic); metrics: on the process's
-        collectors (consumer/process.py), else on collectors of its own."""
+        """settings: one topic's (ConsumerSettings.for_topic); metrics and dead_letters: the
+        process's (consumer/process.py), else its own."""
         self.settings = settings
         self.until_caught_up = until_caught_up
         self.metrics = metrics or Metrics(settings.consumer.topic)
+        self.dead_letters = dead_letters
         self.rebalance = Rebalance()
         self._stop = threading.Event()
         self._first_message: float | None = None
@@ -76,7 +79,9 @@ class Pipeline:
 
     def _run(self) -> None:
         c = self.settings.consumer
-        started = start(self.settings, self.rebalance, self._stop, self.until_caught_up)
+        started = start(
+            self.settings, self.rebalance, self._stop, self.until_caught_up, self.dead_letters
+        )
         if started is None:
             return
         consumer, partitions = started.consumer, started.partitions

@@ -55,11 +55,13 @@ def start(
     rebalance: Rebalance,
     stop: Event,
     list_partitions: bool = False,
+    dead_letters: DeadLetters | None = None,
 ) -> Started | None:
-    """A subscribed consumer and the writer of its table; None if stopped while waiting."""
+    """A subscribed consumer and the writer of its table, which dead-letters through
+    `dead_letters` (the process's), else a producer of its own; None if stopped while
+    waiting."""
     consumer = subscribe(settings, rebalance)
-    kafka = settings.kafka.client_config()
-    dead_letters = DeadLetters(kafka, settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM)
+    dead_letters = dead_letters or dead_letters_for(settings)
     try:
         writer = _writer(settings, dead_letters)
     except TransientError as exc:
@@ -73,6 +75,13 @@ def start(
         raise
     partitions = _partitions(consumer, settings.consumer.topic) if list_partitions else frozenset()
     return Started(consumer, writer, partitions)
+
+
+def dead_letters_for(settings: ConsumerSettings) -> DeadLetters:
+    """A dead-letter producer for the settings' Kafka, taking the largest message plus its
+    headers."""
+    largest = settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM
+    return DeadLetters(settings.kafka.client_config(), largest)
 
 
 def subscribe(settings: ConsumerSettings, rebalance: Rebalance) -> Consumer:

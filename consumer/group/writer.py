@@ -183,5 +183,5 @@ class BatchWriter:
         for message, why in poison:
             self.dead_letters.send(message, why)
         if poison:
-            self.dead_letters.flush()  # acknowledged before the offsets may pass them
+            self.dead_letters.flush(batch.topic)  # acknowledged before the offsets pass them
         return Written(len(messages) - len(poison), len(poison))
