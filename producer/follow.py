@@ -48,11 +48,13 @@ def follow(
     steps: Waterfall | None = None,
     resume: Part | None = None,
     cycle: Cycle | None = None,
+    ready: Callable[[], None] = lambda: None,
 ) -> Iterator[Slice]:
     """Slices of every change from version start on (after the rest of a version published
     in parts, `resume`, and the snapshot at snapshot_at, if any), until --until-version is
     published or stop is set while polling; steps: the start-up steps it takes, logged;
-    cycle: where reads at the head are collected with other tables' (else each alone)."""
+    cycle: where reads at the head are collected with other tables' (else each alone);
+    ready: called at its first slice, and whenever it waits for the table to change."""
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
@@ -64,6 +66,7 @@ def follow(
     idle = Idle(config.poll_interval_s, config.idle_poll_max_s)
 
     def wait() -> bool:  # for the table to change; True: stop
+        ready()
         return stop.wait(idle.next_wait_s())
 
     def head() -> int:  # poll: the commit files after the last published, now and then the log
@@ -82,11 +85,11 @@ def follow(
     try:
         ranges.check_policy(source.latest_version())  # the columns it names are the table's
         if resume is not None:
-            yield from chunks.resume(resume)
+            yield from _readied(chunks.resume(resume), ready)
         if snapshot_at is not None:
-            yield from chunks.snapshot(snapshot_at)
+            yield from _readied(chunks.snapshot(snapshot_at), ready)
         for span in spans(course, head, wait):
-            yield from chunks.span(span)  # plan, read, encode, slice
+            yield from _readied(chunks.span(span), ready)  # plan, read, encode, slice
     except Exception as exc:
         lost = lost_driver(exc, source.spark, course.next_version)
         if lost is None:
@@ -94,6 +97,12 @@ def follow(
         raise lost from exc
     finally:
         chunks.mark_head(False)
+
+
+def _readied(slices: Iterator[Slice], ready: Callable[[], None]) -> Iterator[Slice]:
+    for piece in slices:
+        ready()
+        yield piece
 
 
 class Idle:

@@ -2,9 +2,11 @@
 same `follow_table` that runs a single table (producer/table.py), fairly, and failing alone.
 
 - Reads at the tables' heads are collected in one Spark job per cycle (producer/cycle.py).
-- At most STARTING_AT_ONCE tables set up at once (their Delta logs loaded, Kafka's side
-  made, their starting points found; producer/table.py step 1): the first ones reach their
-  heads and publish while the others wait their turn, instead of all loading together.
+- At most STARTING_AT_ONCE tables start at once: from their Delta logs' load until their
+  first read is done (the first Spark jobs of a table, which sample its rows' width and
+  read its first chunk, are its slowest), or until they find nothing to read. The first
+  ones reach their heads and publish while the others wait their turn, instead of all
+  loading and reading together, each slowed by all the others.
 
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
   snapshots) run in one pool and fresh commits in another (producer/chunks.py), so a big
@@ -106,7 +108,7 @@ def follow_all(
     """Follow every table of settings until each is done (--until-version) or the process
     stops (resyncs.stop); raises the first error that stops every table. cycle: where the
     tables' reads at their heads are collected together."""
-    starts = Starts()
+    starts = Starts(STARTING_AT_ONCE)
     tables = [
         _Table(settings, source, spark, resyncs, cycle, starts) for source in settings.sources()
     ]

@@ -59,7 +59,8 @@ def follow_table(
     """Publish settings.source's table until its --until-version or the process stops,
     starting over on each resync request; raises CdfBridgeErrors, the object store's
     failures named. cycle: where its reads at the head are collected; kafka: its Kafka
-    side, set up already (or being set up); started: told once step 1 is done."""
+    side, set up already (or being set up); started: told once its first read is done, or
+    once it finds nothing to read."""
     topic = settings.source.topic_name
     steps, resynced = steps or Waterfall(topic), False
     while True:
@@ -126,8 +127,9 @@ def _follow(
         schemas.registered = publisher.progress.name_value_schema
         publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
         resume = None if position.resync_pending else position.part
-        started()
-        changes = follow(source, schemas, config, start, snapshot_at, stop, steps, resume, cycle)
+        changes = follow(
+            source, schemas, config, start, snapshot_at, stop, steps, resume, cycle, started
+        )
         # The prefetch's own stop: closing it must not stop the other tables.
         with Prefetch(changes, name=f"cdf-reader-{topic}") as slices:
             _publish_all(iter(slices), publisher, topic, stop, steps, position.version)
