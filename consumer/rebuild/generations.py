@@ -95,6 +95,8 @@ class Generations:
                     self._check()
                 except (CdfBridgeError, KafkaException) as exc:
                     log.warning("cannot compare generations", extra={"error": str(exc)[:300]})
+                except Exception as exc:  # noqa: BLE001 - logged; the pipelines go on
+                    log.error("comparing generations failed", exc_info=exc)
         finally:
             if self._consumer is not None:
                 self._consumer.close()
@@ -130,6 +132,8 @@ class Generations:
                     "group.id": "cdfbridge-progress-reader",  # assign() only: never commits
                     "enable.auto.commit": False,
                     "isolation.level": "read_committed",
+                    # A progress topic made again under its name is read from its start.
+                    "auto.offset.reset": "earliest",
                     "fetch.wait.max.ms": 10,
                 }
             )
