@@ -104,15 +104,20 @@ class Batcher:
         self._cut_at[key] = offset
 
     def extend(self, messages: Sequence[Message]) -> list[PartitionBatch]:
-        """Buffer messages of one topic (no errors among them); returns the batches they
-        completed. Consecutive messages of a partition are taken as one run, in C."""
+        """Buffer messages (no errors among them) of any topics; returns the batches they
+        completed. Consecutive messages of a (topic, partition) are taken as one run, in C:
+        runs by partition number, split by topic only where a run holds two topics."""
         self.last_seen = set()
         done: list[PartitionBatch] = []
         for partition, run in groupby(messages, key=_PARTITION):
             chunk = list(run)
-            key = (_TOPIC(chunk[0]), partition)
-            self.last_seen.add(key)
-            done += self._extend(key, chunk)
+            runs = [(_TOPIC(chunk[0]), chunk)]
+            if len(set(map(_TOPIC, chunk))) > 1:
+                runs = [(topic, list(part)) for topic, part in groupby(chunk, key=_TOPIC)]
+            for topic, part in runs:
+                key = (topic, partition)
+                self.last_seen.add(key)
+                done += self._extend(key, part)
         return done
 
     def _extend(self, key: TopicPartitionKey, chunk: list[Message]) -> list[PartitionBatch]:

@@ -118,3 +118,20 @@ def test_a_partition_read_to_its_end_cuts_a_batch_of_a_hundredth_of_the_row_limi
 
     assert (done.partition, done.rows) == (0, 10)
     assert batcher.ended(("t", 1)) == []  # a trickle waits for the age limit
+
+
+def test_two_topics_partition_0_are_two_batches_even_when_their_messages_interleave() -> None:
+    batcher = Batcher(Limits(rows=10))
+    a, b = "orders", "customers"
+    messages = [
+        KafkaMessage(topic=topic, partition=0, offset=offset, value=b"v")
+        for topic, offset in ((a, 5), (a, 6), (b, 5), (a, 7), (b, 6))
+    ]
+
+    assert batcher.extend(messages) == []  # none full
+    closed = {(batch.topic, batch.partition): batch for batch in batcher.close()}
+
+    assert batcher.last_seen == {(a, 0), (b, 0)}
+    assert (closed[(a, 0)].first_offset, closed[(a, 0)].last_offset) == (5, 7)
+    assert (closed[(b, 0)].first_offset, closed[(b, 0)].last_offset) == (5, 6)
+    assert closed[(a, 0)].rows == 3 and closed[(b, 0)].rows == 2
