@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import Counter
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -22,13 +24,14 @@ ERROR = "cdfbridge.error"
 SOURCE_TOPIC = "cdfbridge.source.topic"
 SOURCE_PARTITION = "cdfbridge.source.partition"
 SOURCE_OFFSET = "cdfbridge.source.offset"
+FLUSH_STEP_S = 0.1  # a flush looks at its own letters' count this often
 
 
 class DeadLetters:
     """The dead-letter producer of the process, made at the first dead letter: most topics
     never have one, and an idle librdkafka client still costs its threads and metadata
-    requests. Every topic's pipeline may share it: each flush waits for every dead letter
-    sent, and raises only the failures of its own topic's."""
+    requests. Every topic's pipeline may share it: a topic's flush waits for its own dead
+    letters only, and raises only their failures, whichever thread served their delivery."""
 
     def __init__(self, client_config: Mapping[str, Any], max_message_bytes: int) -> None:
         self._config = {
@@ -39,6 +42,8 @@ class DeadLetters:
         }
         self._producer: Producer | None = None
         self._made = threading.Lock()
+        self._counts = threading.Lock()  # sending and delivering threads both change these
+        self._pending: Counter[str] = Counter()  # by source topic: not acknowledged yet
         self._failures: dict[str, list[str]] = {}  # by source topic
 
     def _the_producer(self) -> Producer:
@@ -63,6 +68,8 @@ class DeadLetters:
             headers=headers,
             on_delivery=partial(self._delivered, source),
         )
+        with self._counts:  # after: a refused produce() is never waited for
+            self._pending[source] += 1  # (a delivery counted down first nets the same)
         log.warning(
             "dead-lettered",
             extra={
@@ -74,15 +81,20 @@ class DeadLetters:
         )
 
     def flush(self, source: str, timeout_s: float = 30.0) -> None:
-        """Wait until every dead letter is acknowledged: offsets of dead-lettered messages
-        are committed only after this returns. Raises the failures of `source`'s letters."""
+        """Wait until every dead letter of `source` is acknowledged: offsets of dead-lettered
+        messages are committed only after this returns. Raises their failures; another
+        topic's letters that Kafka does not acknowledge do not hold it up."""
         if self._producer is None:
             return
+        deadline = time.monotonic() + timeout_s
         try:
-            left = self._producer.flush(timeout_s)
+            while self._pending[source] and (wait := deadline - time.monotonic()) > 0:
+                self._producer.flush(min(wait, FLUSH_STEP_S))  # sends now, serves deliveries
         except KafkaException as exc:
             raise ServiceUnavailableError(f"dead-letter producer failed: {exc}") from exc
-        failures = self._failures.pop(source, [])
+        left = self._pending[source]
+        with self._counts:
+            failures = self._failures.pop(source, [])
         if failures:
             raise ServiceUnavailableError(f"dead letters not delivered: {failures[:3]}")
         if left:
@@ -92,5 +104,7 @@ class DeadLetters:
 
     def _delivered(self, source: str, error: KafkaError | None, message: Message) -> None:
         """On the thread of whichever flush serves it: kept for `source`'s own flush."""
-        if error is not None:
-            self._failures.setdefault(source, []).append(f"{message.topic()}: {error}")
+        with self._counts:
+            self._pending[source] -= 1
+            if error is not None:
+                self._failures.setdefault(source, []).append(f"{message.topic()}: {error}")
