@@ -33,6 +33,18 @@ from services.settings import KafkaConfig
 READ_TIMEOUT_S = 60.0  # to read the progress topic to its end
 
 
+def reader_config(kafka_config: KafkaConfig) -> dict[str, Any]:
+    """A consumer that reads progress topics by assign(), with read_committed."""
+    return {
+        **kafka_config,
+        "group.id": "cdfbridge-progress-reader",  # assign() only: never joins or commits
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        # At the end, the broker answers at once instead of waiting 500 ms for more.
+        "fetch.wait.max.ms": 10,
+    }
+
+
 class Progress:
     def __init__(self, kafka_config: KafkaConfig, topic: str) -> None:
         self.kafka_config = kafka_config
@@ -86,15 +98,10 @@ class Progress:
     def _reader(self, doing: str) -> Iterator[Any]:
         consumer = Consumer(
             {
-                **self.kafka_config,
-                "group.id": "cdfbridge-progress-reader",  # assign() only: never joins or commits
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
+                **reader_config(self.kafka_config),
                 # The end is signalled, not compared with the high watermark: the last
                 # offsets of a transactional topic are commit markers no poll returns.
                 "enable.partition.eof": True,
-                # At the end, the broker answers at once instead of waiting 500 ms for more.
-                "fetch.wait.max.ms": 10,
             }
         )
         where = str(self.kafka_config.get("bootstrap.servers", "?"))

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from consumer.group import history, offsets
-from consumer.group.dlq import DeadLetters
-from consumer.group.kafka import DEAD_LETTER_HEADROOM
 from consumer.group.registry import Schemas
+from consumer.group.startup import dead_letters_for
 from consumer.group.writer import BatchWriter
 from consumer.rebuild import bootstrap, lake
 from consumer.settings import ConsumerSettings
@@ -93,6 +92,5 @@ def create(settings: ConsumerSettings, into: Target) -> None:
     """The table, made from the topic's latest value schema as the consumer makes it."""
     section = settings.consumer.model_copy(update={"table": into.table})
     each = settings.model_copy(update={"consumer": section})
-    limit = settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM
-    dead_letters = DeadLetters(settings.kafka.client_config(), limit)
-    BatchWriter.create(each, into, Schemas(settings.schema_registry.client_config()), dead_letters)
+    schemas = Schemas(settings.schema_registry.client_config())
+    BatchWriter.create(each, into, schemas, dead_letters_for(settings))

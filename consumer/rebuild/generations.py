@@ -31,6 +31,7 @@ from schemas.naming import progress_topic
 from schemas.progress import decode, record_key
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
+from services.progress_topic import reader_config
 
 log = logging.getLogger(__name__)
 CHECK_S = 10.0
@@ -128,13 +129,9 @@ class Generations:
         if self._consumer is None:
             self._consumer = Consumer(
                 {
-                    **self.settings.kafka.client_config(),
-                    "group.id": "cdfbridge-progress-reader",  # assign() only: never commits
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_committed",
+                    **reader_config(self.settings.kafka.client_config()),
                     # A progress topic made again under its name is read from its start.
                     "auto.offset.reset": "earliest",
-                    "fetch.wait.max.ms": 10,
                 }
             )
         unassigned = [t for t in topics if progress_topic(t) not in self._assigned]
