@@ -9,8 +9,9 @@ waits. The cycle's thread:
    max_bytes by their estimates (the first always): the others wait for the next cycle;
 2. tags each read with its place, runs the union of them as one Spark job, in the FOLLOW
    pool, and collects it once (Arrow);
-3. hands each table its rows. Each table then checks, sorts and publishes them in its own
-   Kafka transaction with its own progress record, as a read of its own would be.
+3. hands each table its rows. Each table then checks and sorts them, as a read of its own
+   would be, and hands them with its progress record to the process's Kafka transaction
+   (producer/transactor.py), which the other tables' chunks of the cycle share.
 
 When the union fails, each read is run alone: the table whose read fails gets its error (and
 its back-off), the others their rows. Every encoded read has the same columns (key and value

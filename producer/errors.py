@@ -71,8 +71,9 @@ class DuplicateKeyError(TerminalError):
 class FencedError(TerminalError):
     def __init__(self, transactional_id: str) -> None:
         super().__init__(
-            f"another producer started with transactional.id {transactional_id} and took over "
-            "this table's topic; this one stops. Run one producer per table and topic"
+            f"another producer took over from this one (transactional.id {transactional_id}): "
+            "it started with the same transactional.id, or follows a table this one follows. "
+            "This one stops. Give each table to one producer deployment"
         )
 
 

@@ -7,13 +7,13 @@ same `follow_table` that runs a single table (producer/table.py), fairly, and fa
   read its first chunk, are its slowest), or until they find nothing to read. The first
   ones reach their heads and publish while the others wait their turn, instead of all
   loading and reading together, each slowed by all the others.
-
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
   snapshots) run in one pool and fresh commits in another (producer/chunks.py), so a big
   backfill's tasks take turns with the small tables' fresh commits instead of queueing
   ahead of them.
-- Each table keeps its own topic, transactional id and progress record: exactly once holds
-  per table, as with one table per process.
+- Each table keeps its own topic and progress record; one Kafka transaction of the process's
+  (producer/transactor.py) holds the chunks handed meanwhile, each with its progress
+  record, so exactly once holds per table as with one table per process.
 - A table that fails on its own (a schema change, vacuumed versions, a NULL key, a path
   with no table ...) is logged (`table_failed`), shown on /metrics
   (`cdfbridge_producer_table_failed`) and retried from its last whole chunk with back-off
@@ -23,95 +23,50 @@ same `follow_table` that runs a single table (producer/table.py), fairly, and fa
   it waits to be retried.
 - What stops every table stops the process: another producer took a table's topic over
   (exit 4), Kafka, the registry, the object store or the Spark driver is gone (3), or one
-  of them refuses the shared settings, such as credentials (2). The
-  first such error is raised once every table's thread has ended.
+  of them refuses the shared settings, such as credentials (2). The first such error is
+  raised once every table's thread has ended.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from producer import metrics
 from producer.cycle import Cycle
 from producer.errors import FencedError
+from producer.pacing import STARTING_AT_ONCE, TABLE_MAX_BACKOFF_S, Backoff, Starts
+from producer.publish import Transactions
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
 from producer.table import follow_table
 from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
-from services.retry import Stopped, backoff_s, retrying
+from services.retry import Stopped, retrying
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("cdfbridge.producer")
-TABLE_MAX_BACKOFF_S = 300.0
-HEALTHY_S = 60.0  # an attempt that ran this long before failing had recovered
-STARTING_AT_ONCE = 4  # tables setting up at once: each keeps Spark's driver busy meanwhile
-
-
-class Starts:
-    """The turns of tables to set up, `size` at a time."""
-
-    def __init__(self, size: int = STARTING_AT_ONCE) -> None:
-        self._turns = threading.BoundedSemaphore(size)
-
-    @contextmanager
-    def turn(self, stop: threading.Event) -> Iterator[Callable[[], None] | None]:
-        """A turn, as the callable that gives it back (once, or on leaving); None when stop
-        is set before one comes."""
-        while not self._turns.acquire(timeout=0.2):
-            if stop.is_set():
-                yield None
-                return
-        given = threading.Event()
-
-        def give_back() -> None:
-            if not given.is_set():
-                given.set()
-                self._turns.release()
-
-        try:
-            yield give_back
-        finally:
-            give_back()
-
-
-class Backoff:
-    """One table's consecutive failures, and the delay before its next attempt: an attempt
-    that ran HEALTHY_S counts as a recovery, so its failure waits FIRST_S again."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.failures = 0
-        self.began = clock()
-
-    def attempt(self) -> None:
-        self.began = self.clock()
-
-    def failed(self) -> None:
-        recovered = self.clock() - self.began >= HEALTHY_S
-        self.failures = 1 if recovered else self.failures + 1
-
-    def delay_s(self) -> float:
-        return backoff_s(self.failures, TABLE_MAX_BACKOFF_S)
 
 
 def follow_all(
-    settings: ProducerSettings, spark: SparkSession, resyncs: Resyncs, cycle: Cycle
+    settings: ProducerSettings,
+    spark: SparkSession,
+    resyncs: Resyncs,
+    cycle: Cycle,
+    transactions: Transactions,
 ) -> None:
     """Follow every table of settings until each is done (--until-version) or the process
     stops (resyncs.stop); raises the first error that stops every table. cycle: where the
-    tables' reads at their heads are collected together."""
+    tables' reads at their heads are collected together; transactions: the Kafka
+    transactions their chunks share."""
     starts = Starts(STARTING_AT_ONCE)
-    tables = [
-        _Table(settings, source, spark, resyncs, cycle, starts) for source in settings.sources()
-    ]
+    shared = _Shared(spark, resyncs, cycle, starts, transactions)
+    tables = [_Table(settings, source, shared) for source in settings.sources()]
     metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
         table.thread.start()
@@ -132,22 +87,34 @@ def stops_every_table(exc: BaseException, spark: SparkSession) -> bool:
     return lost_driver(exc, spark, 0) is not None
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """What the tables of a process share."""
+
+    spark: SparkSession
+    resyncs: Resyncs
+    cycle: Cycle
+    starts: Starts
+    transactions: Transactions
+
+    def follow(self, settings: ProducerSettings, started: Callable[[], None]) -> None:
+        spark, resyncs, cycle, transactions = (
+            self.spark,
+            self.resyncs,
+            self.cycle,
+            self.transactions,
+        )
+        follow_table(settings, spark, resyncs, cycle, started=started, transactions=transactions)
+
+
 class _Table:
     """One table's thread: follow it, retrying what fails it alone."""
 
-    def __init__(
-        self,
-        settings: ProducerSettings,
-        source: SourceSection,
-        spark: SparkSession,
-        resyncs: Resyncs,
-        cycle: Cycle,
-        starts: Starts,
-    ) -> None:
+    def __init__(self, settings: ProducerSettings, source: SourceSection, shared: _Shared) -> None:
         self.settings = settings.model_copy(update={"source": source, "tables": []})
-        self.source, self.spark, self.resyncs, self.cycle = source, spark, resyncs, cycle
-        self.starts = starts
-        self.stop = resyncs.stop
+        self.source, self.spark, self.resyncs = source, shared.spark, shared.resyncs
+        self.shared, self.starts = shared, shared.starts
+        self.stop = shared.resyncs.stop
         self.topic = source.topic_name
         self.error: BaseException | None = None  # what stopped every table, if this saw it
         self.backoff = Backoff()
@@ -167,9 +134,7 @@ class _Table:
             with self.starts.turn(self.stop) as started:
                 self.backoff.attempt()
                 if started is not None:  # else the process stops
-                    follow_table(
-                        self.settings, self.spark, self.resyncs, self.cycle, started=started
-                    )
+                    self.shared.follow(self.settings, started)
 
         try:
             while True:

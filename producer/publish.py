@@ -1,9 +1,11 @@
-"""Kafka side of the producer: one transaction per chunk, progress in the same transaction.
+"""A table's side of publishing: each chunk handed, with its progress record, to a
+transaction of its process's transactional producers (producer/transactor.py), and what
+Kafka refuses named for the table.
 
 Exactly once for read_committed readers: a chunk's changes and the progress record naming
-its last version commit together or not at all. On start, init_transactions fences any
-older producer with the same transactional.id and aborts its open transaction, and only
-then is the progress read.
+its last version commit together or not at all. On start, the process's producers fence
+older ones of their transactional.ids, the producer the table's progress names is fenced
+when it is another (producer/takeover.py), and only then is the progress read.
 """
 
 from __future__ import annotations
@@ -11,81 +13,83 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError
 
-from producer.encode import IS_DELETE, KEY, ORDER, VALUE
 from producer.errors import MessageTooLargeError, client_limit, topic_limit
-from producer.kafka_errors import error_of, fatal, kafka_failure
+from producer.kafka_errors import fatal, kafka_failure
+from producer.sends import Chunk, Refused
+from producer.takeover import BACKLOG, take_over
+from producer.transactor import Transactor
 from schemas.errors import CdfBridgeError
-from schemas.naming import DELETE_HEADER
 from schemas.progress import Part, Position
-from services.kafka_errors import build, passing
 from services.progress_topic import Progress
-from services.retry import retrying
-from services.service_errors import UnreachableError
 from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
-TRANSACTION_TIMEOUT_MS = 600_000
-START_ATTEMPTS = 5  # tries to initialise transactions while Kafka does not answer
+
+class Transactions:
+    """A process's transactional producers: one for the chunks at the tables' heads, one for
+    backlogs and snapshots (`<id>-backlog`), so a long backfill's transactions never hold
+    up the others' fresh commits."""
+
+    def __init__(
+        self,
+        kafka_config: KafkaConfig,
+        transactional_id: str,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
+        self.kafka_config = kafka_config
+        self.owner = transactional_id  # what the progress records name
+        self.committed: dict[str, Position] = {}  # topic: the last progress record committed
+        self.ids = [transactional_id, transactional_id + BACKLOG]
+        self.head = Transactor(kafka_config, self.ids[0], max_message_bytes)
+        self.backlog = Transactor(kafka_config, self.ids[1], max_message_bytes)
+
+    def start(self) -> None:
+        """Fence older producers of both ids (once; later calls return at once)."""
+        self.head.start()
+        self.backlog.start()
+
+    def close(self) -> None:
+        self.head.close()
+        self.backlog.close()
 
 
 class Publisher:
+    """One table's topic and progress record. transactions: its process's, shared with the
+    other tables (None: its own, named `cdfbridge-<topic>`)."""
+
     def __init__(
         self,
         kafka_config: KafkaConfig,
         topic: str,
         tombstones: bool = False,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        transactions: Transactions | None = None,
     ) -> None:
         self.topic = topic
         self.tombstones = tombstones
         self.max_message_bytes = max_message_bytes
         self.describe_key: Callable[[bytes], str] = bytes.hex  # how errors name a key
-        self._refused: Message | None = None  # the first message the broker refused
-        self.transactional_id = f"cdfbridge-{topic}"
         self.bootstrap = str(kafka_config.get("bootstrap.servers", "?"))
-        self.progress = Progress(kafka_config, topic)
-        self._producer = build(
-            Producer,
-            {
-                # Throughput defaults; CDFBRIDGE_KAFKA__PROPERTIES may tune them.
-                "linger.ms": 20,
-                "batch.size": 1_000_000,
-                "queue.buffering.max.messages": 1_000_000,
-                "compression.type": "lz4",
-                **kafka_config,
-                # What exactly-once and per-key ordering rest on: never overridden.
-                "transactional.id": self.transactional_id,
-                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-                "enable.idempotence": True,
-                "partitioner": "murmur2_random",  # the Java clients' partitioner: same key, same partition
-                # A larger change is refused in produce(), where its key and version are known.
-                "message.max.bytes": max_message_bytes,
-                # Failures only: no Python call per delivered message.
-                "delivery.report.only.error": True,
-                "on_delivery": self._delivery_failed,
-            },
+        self._own = transactions is None
+        self.transactions = transactions or Transactions(
+            kafka_config, f"cdfbridge-{topic}", max_message_bytes
         )
+        self.progress = Progress(kafka_config, topic)
+        self.progress.owner = self.transactions.owner
+
+    @property
+    def transactional_id(self) -> str:
+        return self.transactions.owner
 
     def start(self) -> Position:
-        """Fence older producers, then return what the progress topic says: the last version
-        fully published, the generation, and a resync asked for."""
-        for attempt in retrying("Kafka", max_backoff_s=30, attempts=START_ATTEMPTS):
-            with attempt:
-                self._init_transactions(attempt.retry_state.attempt_number)
-        return self.progress.read()
-
-    def _init_transactions(self, attempt: int) -> None:
-        """init_transactions once: a failure a later attempt can get past raises
-        UnreachableError (transient), any other our terminal error."""
-        doing = "initialising its transactions"
-        try:
-            self._producer.init_transactions(30)
-        except KafkaException as exc:
-            self._raise_if_fatal(exc, doing)
-            if not passing(error_of(exc)):
-                raise self._failure(exc, doing) from exc
-            raise UnreachableError("Kafka", self.bootstrap, attempt, str(exc)) from exc
+        """Fence older producers and the table's recorded owner, then return what the
+        progress topic says: the last version fully published, the generation, and a
+        resync asked for."""
+        transactions = self.transactions
+        transactions.start()
+        committed = transactions.committed.get(self.topic)
+        return take_over(self.progress, transactions.ids, transactions.kafka_config, committed)
 
     def publish(
         self,
@@ -93,126 +97,45 @@ class Publisher:
         last_version: int | None,
         stop: Callable[[], bool],
         part: Part | None = None,
+        behind: bool = False,
     ) -> int | None:
         """Send batches and the progress record (last_version whole, and part of the next
-        one if `part`) in one transaction; rows sent, None if aborted.
-
-        stop() is asked between batches: when it turns true the transaction is aborted.
-        """
-        producer = self._producer
-        self._refused = None
-        try:
-            producer.begin_transaction()
-            rows = 0
-            for batch in batches:
-                if stop():
-                    producer.abort_transaction(30)
-                    return None
-                rows += self._send(batch)
-            self._produce(self.progress.topic, *self.progress.record(last_version, part))
-            producer.commit_transaction(60)
-            return rows
-        except KafkaException as exc:
-            upto = part.last if part is not None else last_version
-            doing = f"publishing the chunk up to version {upto} to {self.topic}"
-            self._raise_if_fatal(exc, doing)
-            if error_of(exc).txn_requires_abort():
-                self._abort()
-            self._producer.poll(0)  # serves the delivery report naming the refused message
-            refused = self._broker_refused(upto, error_of(exc))
-            raise refused or self._failure(exc, doing) from exc
-        except BaseException:
-            # Never leave part of a chunk to be committed by a later transaction.
-            self._abort()
-            raise
-
-    def _send(self, batch: pa.RecordBatch) -> int:
-        keys = batch.column(KEY).to_pylist()
-        values = batch.column(VALUE).to_pylist()
-        deletes = batch.column(IS_DELETE).to_pylist() if self.tombstones else None
-        produce, topic = self._producer.produce, self.topic
-        for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-            try:  # the common case inline: a call less per message
-                produce(topic, value, key)
-            except BufferError:
-                self._producer.poll(0.05)
-                self._produce(topic, value, key)
-            except KafkaException as exc:
-                if error_of(exc).code() != KafkaError.MSG_SIZE_TOO_LARGE:
-                    raise
-                version = str(batch.column(ORDER)[i].as_py() // 2)
-                raise self._too_large(
-                    key, version, len(value), client_limit(self.max_message_bytes)
-                ) from exc
-            if deletes is not None and deletes[i]:
-                # After the delete, for compaction; it carries the delete, which compaction
-                # removes first, for readers behind the log cleaner (schemas/README.md).
-                self._produce(topic, None, key, {DELETE_HEADER: value})
-        self._producer.poll(0)
-        return len(keys)
-
-    def _produce(
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes,
-        headers: dict[str, str | bytes | None] | None = None,
-    ) -> None:
-        """One message, retried alone while librdkafka's local queue is full: a retry never
-        sends again what was already queued."""
-        while True:
-            try:
-                self._producer.produce(topic, value, key, headers=headers)
-                return
-            except BufferError:
-                self._producer.poll(0.05)  # let librdkafka drain the queue
-
-    def _delivery_failed(self, error: KafkaError | None, message: Message) -> None:
-        # Only a size refusal: an abort's purged messages report errors of their own.
-        too_large = error is not None and error.code() == KafkaError.MSG_SIZE_TOO_LARGE
-        if too_large and self._refused is None:
-            self._refused = message
-
-    def _broker_refused(
-        self, last_version: int | None, raised: KafkaError
-    ) -> MessageTooLargeError | None:
-        """The message the broker refused as too large, named (by its key once its delivery
-        report is in, else as one of the chunk's), or None."""
-        refused = self._refused
-        error = refused.error() if refused is not None else raised
-        if error is None or error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+        one if `part`) in one transaction; rows sent, None if stop() turned true before
+        they were handed. behind: a backlog's or snapshot's chunk, not one at the head."""
+        if stop():
             return None
-        limit = topic_limit(self.topic, self.max_message_bytes)
-        version = f"up to {last_version}"
-        if refused is None:
-            key = "unknown: its delivery report did not arrive"
-            return MessageTooLargeError(self.topic, key, version, None, limit)
-        size = len(refused.value() or b"")
-        return self._too_large(refused.key() or b"", version, size, limit)
-
-    def _too_large(self, key: bytes, version: str, size: int, limit: str) -> MessageTooLargeError:
-        return MessageTooLargeError(self.topic, self.describe_key(key), version, size, limit)
-
-    def _raise_if_fatal(self, exc: KafkaException, doing: str) -> None:
-        """Fenced by a newer producer → FencedError; any other fatal error → KafkaFatalError.
-        Decided by Kafka's error code and fatal flag (producer/kafka_errors.py)."""
-        if fatal(error_of(exc)):
-            raise self._failure(exc, doing) from exc
-
-    def _failure(self, exc: KafkaException, doing: str) -> CdfBridgeError:
-        return kafka_failure(error_of(exc), self.bootstrap, doing, self.transactional_id)
-
-    def _abort(self) -> None:
-        """Abort the open transaction if the handle still can; if it cannot, the transaction
-        is never committed: the next producer's init_transactions aborts it."""
+        listed = list(batches)  # a reader that stops mid-chunk raises here: nothing is sent
+        if stop():
+            return None
+        record = (self.progress.topic, *self.progress.record(last_version, part))
+        chunk = Chunk(self.topic, listed, record, self.tombstones)
+        transactor = self.transactions.backlog if behind else self.transactions.head
         try:
-            self._producer.abort_transaction(30)
-        except KafkaException:
-            return
+            sent = transactor.hand(chunk)
+        except Refused as refused:
+            upto = part.last if part is not None else last_version
+            raise self.named(refused, upto, transactor.transactional_id) from refused
+        self.transactions.committed[self.topic] = Position(last_version, part=part)
+        return sent
+
+    def named(self, refused: Refused, upto: int | None, transactional_id: str) -> CdfBridgeError:
+        """Kafka's answer to a chunk up to version upto as our error: a change too large
+        named by its key where known, else as any Kafka failure (producer/kafka_errors.py)."""
+        error = refused.error
+        if error.code() != KafkaError.MSG_SIZE_TOO_LARGE or fatal(error):
+            doing = f"publishing the chunk up to version {upto} to {self.topic}"
+            return kafka_failure(error, self.bootstrap, doing, transactional_id)
+        if refused.version is not None:  # refused in produce(): the client's own limit
+            key = self.describe_key(refused.key or b"")
+            limit = client_limit(self.max_message_bytes)
+            return MessageTooLargeError(self.topic, key, refused.version, refused.size, limit)
+        key = "unknown: its delivery report did not arrive"
+        if refused.key is not None:
+            key = self.describe_key(refused.key)
+        limit = topic_limit(self.topic, self.max_message_bytes)
+        return MessageTooLargeError(self.topic, key, f"up to {upto}", refused.size, limit)
 
     def close(self) -> None:
-        """Wait for what is in flight; a handle that failed has nothing left to send."""
-        try:
-            self._producer.flush(10)
-        except KafkaException:
-            return
+        """Close the table's own transactions (a process's shared ones are closed by it)."""
+        if self._own:
+            self.transactions.close()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from producer import metrics
 from producer.cycle import Cycle
 from producer.lake import follow_all
+from producer.publish import Transactions
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings
 from producer.startup import Waterfall, discard, kafka_side_in_thread, since_start_s
@@ -41,13 +42,17 @@ def run(
     restore = _on_signals(stop)
     resyncs: Resyncs | None = None
     cycle: Cycle | None = None
+    transactions: Transactions | None = None
     try:
         metrics.serve(settings.source.metrics_port)
-        resyncs = Resyncs(settings.kafka.client_config(), stop)
+        kafka_config = settings.kafka.client_config()
+        resyncs = Resyncs(kafka_config, stop)
+        limit = settings.kafka.max_message_bytes
+        transactions = Transactions(kafka_config, settings.transactional_id(), limit)
         if not settings.tables:
             steps = Waterfall(settings.source.topic_name)
             steps.log("python", since_start_s())  # interpreter, imports, settings
-            kafka = kafka_side_in_thread(settings, steps)  # while Spark starts
+            kafka = kafka_side_in_thread(settings, steps, transactions)  # while Spark starts
             try:
                 with steps.step("spark_session"):
                     spark = spark or _session(settings)
@@ -55,14 +60,16 @@ def run(
                 discard(kafka)
                 raise
             cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
-            follow_table(settings, spark, resyncs, cycle, steps, kafka)
+            follow_table(settings, spark, resyncs, cycle, steps, kafka, transactions=transactions)
             return
         spark = spark or _session(settings, FAIR)
         cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
-        follow_all(settings, spark, resyncs, cycle)
+        follow_all(settings, spark, resyncs, cycle, transactions)
     finally:
         if cycle is not None:
             cycle.close()
+        if transactions is not None:
+            transactions.close()
         if resyncs is not None:
             resyncs.close()
         restore()

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -124,6 +125,16 @@ class ProducerSettings(ConnectionSettings):
                 "no primary key: pass --primary-key col[,col] or set CDFBRIDGE_SOURCE__PRIMARY_KEY"
             )
         return self
+
+    def transactional_id(self) -> str:
+        """[kafka] transactional_id, else one that the same tables always get: a copy of
+        the deployment started again fences the one before (producer/takeover.py)."""
+        if self.kafka.transactional_id:
+            return self.kafka.transactional_id
+        if not self.tables:
+            return f"cdfbridge-{self.source.topic_name}"  # the id a table has always had
+        topics = "\n".join(sorted(source.topic_name for source in self.sources()))
+        return f"cdfbridge-lake-{hashlib.sha256(topics.encode()).hexdigest()[:16]}"
 
     def sources(self) -> list[SourceSection]:
         """Each table's settings: its [[tables]] entry over [source], else [source] alone."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from producer import metrics
-from producer.publish import Publisher
+from producer.publish import Publisher, Transactions
 from producer.topics import ensure_topics
 from schemas.progress import Position
 
@@ -91,18 +91,21 @@ class KafkaSide:
     fenced: bool = True
 
 
-def kafka_side(settings: ProducerSettings, steps: Waterfall) -> KafkaSide:
-    """The topics created when missing, the progress read, then the transactional producer
-    started: older ones fenced, the progress read again. A progress naming a table at
-    another place is left unfenced: it may be another table's topic, which only the table's
-    Delta id tells (producer/start.py check_identity)."""
+def kafka_side(
+    settings: ProducerSettings, steps: Waterfall, transactions: Transactions | None = None
+) -> KafkaSide:
+    """The topics created when missing, the progress read, then the transactional producers
+    started (transactions: the process's, else the table's own): older ones and the table's
+    recorded owner fenced, the progress read again. A progress naming a table at another
+    place is left unfenced: it may be another table's topic, which only the table's Delta id
+    tells (producer/start.py check_identity)."""
     config, kafka = settings.source, settings.kafka.client_config()
     limit = settings.kafka.max_message_bytes
     with steps.step("topics"):
         ensure_topics(
             kafka, config.topic_name, config.partitions, limit, config.created_topic_config
         )
-    publisher = Publisher(kafka, config.topic_name, config.tombstones, limit)
+    publisher = Publisher(kafka, config.topic_name, config.tombstones, limit, transactions)
     try:
         with steps.step("progress"):
             claimed = publisher.progress.read()
@@ -116,11 +119,13 @@ def kafka_side(settings: ProducerSettings, steps: Waterfall) -> KafkaSide:
     return KafkaSide(publisher, position)
 
 
-def kafka_side_in_thread(settings: ProducerSettings, steps: Waterfall) -> Future[KafkaSide]:
-    """kafka_side(settings, steps), set up in a thread of its own while this one goes on."""
+def kafka_side_in_thread(
+    settings: ProducerSettings, steps: Waterfall, transactions: Transactions | None = None
+) -> Future[KafkaSide]:
+    """kafka_side(...), set up in a thread of its own while this one goes on."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="kafka-setup")
     try:
-        return pool.submit(kafka_side, settings, steps)
+        return pool.submit(kafka_side, settings, steps, transactions)
     finally:
         pool.shutdown(wait=False)  # the thread ends with its one task
 

@@ -2,15 +2,16 @@
 whether the process follows one table or a lake of them (producer/lake.py):
 
 1. set up, Kafka's side in a thread beside Spark's (producer/startup.py logs each step):
-   the topics and the transactional producer, which fences older ones and reads the
-   progress; the table's Delta log; a resync asked for (producer/resync.py) starts a new
+   the topics, the process's transactional producers started, the table taken over from
+   the producer its progress names (producer/takeover.py), the progress read; the table's
+   Delta log; a resync asked for (producer/resync.py) starts a new
    generation with a snapshot at the latest version;
 2. the reader thread runs follow() (producer/follow.py: poll, plan, read, encode, slice)
    one slice ahead of this one (producer/prefetch.py); reads at the table's head are
    collected in the process's cycle with the other tables' (producer/cycle.py);
-3. this thread sends each chunk's slices in one Kafka transaction with its progress record,
-   a version too large for one in a transaction per slice (producer/transactions.py,
-   producer/publish.py), then logs the chunk.
+3. this thread hands each chunk's slices, with its progress record, to one Kafka
+   transaction that other tables' chunks may share (producer/transactor.py), a version too
+   large for one to a transaction per slice (producer/transactions.py), then logs it.
 
 A resync request halts the table's follow, and its follow starts over.
 """
@@ -29,7 +30,7 @@ from producer.encode import describe_key
 from producer.follow import follow
 from producer.pools import FOLLOW, in_pool
 from producer.prefetch import Prefetch
-from producer.publish import Publisher
+from producer.publish import Publisher, Transactions
 from producer.registry import TopicSchemas
 from producer.resync import Resyncs
 from producer.self_resync import resyncs_itself
@@ -55,18 +56,20 @@ def follow_table(
     steps: Waterfall | None = None,
     kafka: Future[KafkaSide] | None = None,
     started: Callable[[], None] = lambda: None,
+    transactions: Transactions | None = None,
 ) -> None:
     """Publish settings.source's table until its --until-version or the process stops,
     starting over on each resync request; raises CdfBridgeErrors, the object store's
     failures named. cycle: where its reads at the head are collected; kafka: its Kafka
     side, set up already (or being set up); started: told once its first read is done, or
-    once it finds nothing to read."""
+    once it finds nothing to read; transactions: the process's transactional producers
+    (None: the table's own)."""
     topic = settings.source.topic_name
     steps, resynced = steps or Waterfall(topic), False
     while True:
         halt = resyncs.rearm(topic)
         try:
-            _follow(settings, spark, halt, resyncs, cycle, steps, kafka, started)
+            _follow(settings, spark, halt, resyncs, cycle, steps, kafka, started, transactions)
         except CdfBridgeError as exc:
             if resynced or not resyncs_itself(exc, settings):
                 raise
@@ -93,10 +96,11 @@ def _follow(
     steps: Waterfall,
     kafka: Future[KafkaSide] | None,
     started: Callable[[], None],
+    transactions: Transactions | None,
 ) -> None:
     config, topic = settings.source, settings.source.topic_name
     in_pool(spark, FOLLOW)
-    kafka = kafka or kafka_side_in_thread(settings, steps)  # beside the Delta log's load
+    kafka = kafka or kafka_side_in_thread(settings, steps, transactions)  # beside the log's load
     try:
         with steps.step("delta_log"):
             source = DeltaSource(spark, config.table)

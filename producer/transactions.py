@@ -1,7 +1,8 @@
 """A chunk's slices as Kafka transactions, each with its progress record.
 
-1. A chunk of one slice (any number of versions) is one transaction; its progress record
-   names its last version.
+1. A chunk of one slice (any number of versions) is in one transaction, which may hold
+   other tables' chunks too (producer/transactor.py); its progress record names its last
+   version.
 2. A version too large for one transaction, cut in key-hash slices (producer/plan.py), is one
    transaction per slice: each record names the last whole version before it and the slices
    published so far (schemas/progress.py `Part`); the last slice's record names the version
@@ -46,8 +47,11 @@ def publish_chunk(
     """Rows of first's chunk published (its further slices pulled from slices), None when
     stopped; whole: the last version published whole before it."""
     chunk = first.chunk
+    # A backlog's or a snapshot's chunk takes the process's other producer: its transactions
+    # never hold up the chunks at the tables' heads (producer/publish.py Transactions).
+    behind = chunk.slices > 1 or chunk.snapshot or first.head > chunk.last
     if chunk.slices == 1:  # 1.
-        return publisher.publish(_batches(first, slices, tally), chunk.last, stop)
+        return publisher.publish(_batches(first, slices, tally), chunk.last, stop, None, behind)
     rows, current = 0, first
     while True:  # 2.
         tally.add(current)
@@ -55,9 +59,9 @@ def publish_chunk(
         part = Part(chunk.first, chunk.last, chunk.slices, current.index, chunk.snapshot)
         batches = current.rows.to_batches(max_chunksize=BATCH_ROWS)
         if whole_now:
-            sent = publisher.publish(batches, chunk.last, stop)
+            sent = publisher.publish(batches, chunk.last, stop, None, behind)
         else:
-            sent = publisher.publish(batches, whole, stop, part)
+            sent = publisher.publish(batches, whole, stop, part, behind)
         if sent is None:
             return None
         rows += sent

@@ -102,6 +102,10 @@ class Position:
     # (Confluent Schema Registry), leaving the subject's "latest" at another schema. None
     # when the record predates it: the subject's latest then.
     value_schema: int | None = None
+    # The transactional.id of the producer that wrote the record (its process's: one for
+    # many tables); None when the record predates it: `cdfbridge-<topic>` wrote it then.
+    # A producer taking the table over fences it first (producer/takeover.py).
+    owner: str | None = None
 
     @property
     def resync_pending(self) -> bool:
@@ -129,13 +133,15 @@ def encode(
     hashed: Iterable[str],
     part: Part | None = None,
     value_schema: int | None = None,
+    owner: str | None = None,
 ) -> bytes:
     """The progress record saying version is fully published (None: none yet), and part of
     the next one if `part`."""
     named = identity.fields() if identity is not None else {}
     value = {"version": version, **generation.fields(), **named, "hashed": sorted(hashed)}
     schema = {"value_schema": value_schema} if value_schema is not None else {}
-    return json.dumps(value | schema | (part.fields() if part else {})).encode()
+    owned = {"owner": owner} if owner is not None else {}
+    return json.dumps(value | schema | owned | (part.fields() if part else {})).encode()
 
 
 def decode(value: bytes | None) -> Position:
@@ -149,6 +155,7 @@ def decode(value: bytes | None) -> Position:
         part=Part.of(record),
         hashed=tuple(record["hashed"]) if "hashed" in record else None,
         value_schema=record.get("value_schema"),
+        owner=record.get("owner"),
     )
 
 

@@ -52,18 +52,19 @@ class Progress:
         self.key = record_key(topic)
         self.resync_key = resync_key(topic)
         # What record() writes besides the version: the producer's generation, table,
-        # hashed columns and value schema.
+        # hashed columns, value schema and transactional.id.
         self.generation = Generation()
         self.identity: Identity | None = None
         self.hashed: tuple[str, ...] = ()
         self.value_schema: int | None = None
+        self.owner: str | None = None  # the transactional.id that writes the records
 
     def record(self, version: int | None, part: Part | None = None) -> tuple[bytes, bytes]:
         """The progress record saying version is fully published (None: none yet), and part
         of the next one if `part`, as (value, key): the producer queues it in the
         transaction that publishes them."""
         fields = self.generation, self.identity, self.hashed, part, self.value_schema
-        return encode(version, *fields), self.key
+        return encode(version, *fields, owner=self.owner), self.key
 
     def name_value_schema(self, schema_id: int) -> None:
         """The value schema id the records name from now on."""

@@ -56,6 +56,10 @@ class KafkaSettings(Section):
     max_message_bytes: int = Field(default=MAX_MESSAGE_BYTES, ge=2**20, le=2**30)
     """The largest message (one change) the producer sends and the topics it creates accept
     (their max.message.bytes); the consumer and its dead-letter topic follow it."""
+    transactional_id: str | None = Field(default=None, min_length=1, max_length=200)
+    """The producer's transactional.id (and `<id>-backlog`), shared by all its tables. Two
+    copies of one deployment must share it, so the newer fences the older. Default:
+    `cdfbridge-<topic>` for one table, `cdfbridge-lake-<hash of the topics>` for [[tables]]."""
     properties: dict[str, str] = Field(default_factory=dict)
     """Any other librdkafka property, passed through as is (e.g. {"client.rack": "a"})."""
 

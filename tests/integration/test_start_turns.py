@@ -1,4 +1,4 @@
-"""Tables start a few at a time (producer/lake.py Starts): a table gives its turn back at its
+"""Tables start a few at a time (producer/pacing.py Starts): a table gives its turn back at its
 first read, or once it finds nothing to read. With one turn, a table that has published
 everything already must not keep the others from starting."""
 

@@ -2,11 +2,12 @@
 fenced (exit 4), fatal (1), worth a restart later (3), refused for good (1)."""
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from producer.errors import FencedError, KafkaFatalError
 from producer.kafka_errors import kafka_failure
 from producer.publish import Publisher
+from producer.sends import Refused
 from services.service_errors import KafkaRefusedError, KafkaUnavailableError, client_failure
 
 E = KafkaError
@@ -52,10 +53,21 @@ def test_a_reader_of_the_progress_is_never_fenced() -> None:
 
 def test_a_fatal_error_that_is_no_fencing_stops_the_publisher_naming_it() -> None:
     publisher = Publisher({"bootstrap.servers": "127.0.0.1:1"}, "orders")
-    fatal = KafkaException(E(E._GAPLESS_GUARANTEE, "gap in sequence", fatal=True))
+    fatal = Refused(E(E._GAPLESS_GUARANTEE, "gap in sequence", fatal=True))
 
-    with pytest.raises(KafkaFatalError, match=r"cdfbridge-orders while committing .*Restart"):
-        publisher._raise_if_fatal(fatal, "committing")
+    found = publisher.named(fatal, 7, "cdfbridge-orders")
+
+    assert type(found) is KafkaFatalError
+    assert "cdfbridge-orders while publishing the chunk up to version 7" in str(found)
+    assert "Restart" in str(found)
+
+
+def test_a_fatal_size_refusal_is_no_change_too_large() -> None:
+    publisher = Publisher({"bootstrap.servers": "127.0.0.1:1"}, "orders")
+
+    found = publisher.named(Refused(E(E.MSG_SIZE_TOO_LARGE, fatal=True)), 7, "cdfbridge-orders")
+
+    assert type(found) is KafkaFatalError
 
 
 @pytest.mark.parametrize("properties", [{"no.such.property": "1"}, {"linger.ms": "soon"}])

@@ -1,4 +1,4 @@
-"""The producer's send loop when librdkafka's local queue is full (BufferError), and its
+"""The transactor's send loop when librdkafka's local queue is full (BufferError), and its
 start: init_transactions retried while Kafka does not answer, never when it refuses."""
 
 from typing import Any
@@ -8,8 +8,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from producer.errors import FencedError
-from producer.publish import Publisher
-from schemas.progress import Position
+from producer.sends import Chunk, send
+from producer.transactor import Transactor
 from services.service_errors import KafkaRefusedError, UnreachableError
 
 
@@ -33,10 +33,9 @@ class QueueFullOnCall:
         return 0
 
 
-def publisher_with(handle: QueueFullOnCall) -> Publisher:
-    publisher = Publisher({"bootstrap.servers": "127.0.0.1:1"}, "t", tombstones=True)
-    publisher._producer = handle  # type: ignore[assignment]
-    return publisher
+def sent_by(handle: QueueFullOnCall) -> int:
+    chunk = Chunk("t", [batch()], ("t.progress", b"{}", b"t"), tombstones=True)
+    return send(handle, chunk)  # type: ignore[arg-type]
 
 
 def batch() -> pa.RecordBatch:
@@ -48,7 +47,7 @@ def batch() -> pa.RecordBatch:
 def test_a_full_queue_on_the_tombstone_retries_the_tombstone_alone() -> None:
     handle = QueueFullOnCall(full_on=3)  # k1's value, k2's value, then k2's tombstone
 
-    assert publisher_with(handle)._send(batch()) == 2
+    assert sent_by(handle) == 2
 
     assert handle.sent == [(b"k1", b"v1"), (b"k2", b"deleted"), (b"k2", None)]
 
@@ -56,7 +55,7 @@ def test_a_full_queue_on_the_tombstone_retries_the_tombstone_alone() -> None:
 def test_a_tombstone_carries_its_delete_in_a_header() -> None:
     handle = QueueFullOnCall(full_on=0)
 
-    publisher_with(handle)._send(batch())
+    sent_by(handle)
 
     assert handle.headers == [None, None, {"cdfbridge.delete": b"deleted"}]
 
@@ -64,7 +63,7 @@ def test_a_tombstone_carries_its_delete_in_a_header() -> None:
 def test_a_full_queue_on_a_value_retries_that_value_once() -> None:
     handle = QueueFullOnCall(full_on=2)
 
-    publisher_with(handle)._send(batch())
+    sent_by(handle)
 
     assert handle.sent == [(b"k1", b"v1"), (b"k2", b"deleted"), (b"k2", None)]
 
@@ -82,25 +81,19 @@ class InitTransactions:
             raise KafkaException(self.errors.pop(0))
 
 
-class NothingPublished:
-    def read(self) -> Position:
-        return Position()
-
-
-def started(handle: InitTransactions) -> Publisher:
-    publisher = Publisher({"bootstrap.servers": "127.0.0.1:1"}, "orders")
-    publisher._producer = handle  # type: ignore[assignment]
-    publisher.progress = NothingPublished()  # type: ignore[assignment]
-    return publisher
+def started(handle: InitTransactions) -> Transactor:
+    transactor = Transactor({"bootstrap.servers": "127.0.0.1:1"}, "cdfbridge-orders")
+    transactor._producer = handle  # type: ignore[assignment]
+    return transactor
 
 
 def test_kafka_timing_out_on_init_transactions_is_retried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("producer.publish.START_ATTEMPTS", 2)
+    monkeypatch.setattr("producer.transactor.START_ATTEMPTS", 2)
     handle = InitTransactions(KafkaError(KafkaError._TIMED_OUT, retriable=True))
 
-    assert started(handle).start() == Position()
+    started(handle).start()
 
     assert handle.calls == 2
 
@@ -108,7 +101,7 @@ def test_kafka_timing_out_on_init_transactions_is_retried(
 def test_kafka_timing_out_on_every_attempt_is_named_with_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("producer.publish.START_ATTEMPTS", 2)
+    monkeypatch.setattr("producer.transactor.START_ATTEMPTS", 2)
     timeout = KafkaError(KafkaError._TIMED_OUT, "no broker", retriable=True)
     handle = InitTransactions(timeout, timeout, timeout)
 
