@@ -89,7 +89,19 @@ class Publisher:
         transactions = self.transactions
         transactions.start()
         committed = transactions.committed.get(self.topic)
-        return take_over(self.progress, transactions.ids, transactions.kafka_config, committed)
+        kafka_config = transactions.kafka_config
+        return take_over(self.progress, transactions.ids, kafka_config, self._claim, committed)
+
+    def _claim(self) -> None:
+        """Claim the table (producer/takeover.py): a record of its own, in a transaction."""
+        head = self.transactions.head
+        try:
+            head.hand(Chunk(self.topic, [], (self.progress.topic, *self.progress.claim())))
+        except Refused as refused:
+            doing = f"claiming {self.topic}"
+            raise kafka_failure(
+                refused.error, self.bootstrap, doing, head.transactional_id
+            ) from None
 
     def publish(
         self,

@@ -1,83 +1,119 @@
-"""Taking a table over from the producer its progress record names.
+"""Taking a table over: no two producers publish one table at once.
 
-A process's tables share its transactional producers (producer/transactor.py), so a
-producer of another transactional.id may hold a transaction open on a table this one is
-about to follow: one of another deployment given the same table, or of the release before,
-which had one transactional.id per table (`cdfbridge-<topic>`). Before it reads where to
-resume, a producer:
+A process's tables share its transactional producers (producer/transactor.py), so no
+transactional.id is the table's alone. A producer of another id may hold a transaction open
+on a table this one is about to follow: another deployment given the same table, or the
+release before, which had one transactional.id per table (`cdfbridge-<topic>`). Before it
+reads where to resume, a producer:
 
-1. reads the table's progress record, which names its owner (schemas/progress.py `owner`);
-2. unless the owner is itself, fences the owner's transactional ids: init_transactions
-   under each id aborts the open transaction and stops the owner at its next step
-   (FencedError, exit 4). Its own zombies were fenced when its transactors started;
-3. reads the progress again; if it names another owner meanwhile, goes back to 2.
+1. reads the table's progress topic: its version record names the producer that wrote it,
+   and its last claim the producer that claimed it last (schemas/progress.py);
+2. fences those producers, unless they are itself or fenced already: init_transactions
+   under each of their ids aborts their open transaction and stops them at their next
+   step (FencedError, exit 4); then reads again, and goes back to 2;
+3. claims the table: a record of its own key naming itself, in a transaction;
+4. reads until its claim shows. A record that another producer wrote between its last
+   read and its claim (one claiming the table at the same time) is fenced as in 2, and
+   it goes back to 3; else it resumes where this read says.
 
-A table that starts again in the same process (after a failure, or a resync) is not fenced:
-its producers are the process's. Its read waits instead until it shows the process's last
-commit for the table, which init_transactions used to wait for.
+Two producers that start on one table together so fence each other, or one of them the
+other: at most one goes on, and it resumes after anything the other committed. Its own
+zombies were fenced when its producers started.
 
-Two deployments given one table so take it from each other and stop in turn, as two
-producers of one table always did.
+A table that starts again in the same process (after a failure, or a resync) reads its
+progress until it shows the process's own last commit for the table, which
+init_transactions used to wait for: Kafka writes a commit's markers after it returns.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from producer.transactor import Transactor
 from schemas.progress import Position
-from services.progress_topic import Progress
+from services.progress_topic import Owners, Progress
 from services.service_errors import UnreachableError
 from services.settings import KafkaConfig
 
 BACKLOG = "-backlog"  # the suffix of a process's second transactional.id
-MAX_ROUNDS = 3  # owners fenced in a row before giving up (another producer keeps taking it)
+MAX_ROUNDS = 5  # fences in a row before giving up (other producers keep claiming it)
 MARKERS_S = 30.0  # the longest a read waits to show this process's own last commit
 
 
-def owner_ids(position: Position, topic: str) -> list[str]:
-    """The transactional ids of the producer that wrote position."""
-    if position.owner is None:
+def ids_of(owner: str | None, topic: str) -> list[str]:
+    """The transactional ids of the producer that a record names (None: none named)."""
+    if owner is None:
         return [f"cdfbridge-{topic}"]  # one per table, before records named their owner
-    return [position.owner, position.owner + BACKLOG]
+    return [owner, owner + BACKLOG]
 
 
 def take_over(
     progress: Progress,
     mine: list[str],
     kafka_config: KafkaConfig,
+    claim: Callable[[], None],
     committed: Position | None = None,
 ) -> Position:
-    """The table's position once no other producer can write it (1. to 3.). committed: the
-    last record this process committed for the table, if any: a read that does not show it
-    yet (Kafka writes a commit's markers after the commit returns) is read again."""
-    position = _read(progress, mine, committed)
+    """The table's position once no other producer can write it (1. to 4.). claim: makes
+    this producer's claim (3.); committed: the last record this process committed for the
+    table, if any."""
+    topic, fenced = progress.data_topic, set(mine)
+    position, owners = _first_read(progress, mine, committed)  # 1.
     for _ in range(MAX_ROUNDS):
-        theirs = [i for i in owner_ids(position, progress.data_topic) if i not in mine]
-        if not theirs:
-            return position
-        for transactional_id in theirs:
-            fence(kafka_config, transactional_id)
-        again = progress.read()
-        if again.owner == position.owner:
-            return again
-        position = again
+        theirs = {*_writer(position, owners, topic), *_claimant(owners, topic)} - fenced
+        if theirs:  # 2.
+            _fence(kafka_config, theirs, fenced)
+            position, owners = progress.read_owners(owners.end)
+            continue
+        claim()  # 3.
+        after, seen = _until_claimed(progress, owners.end, mine[0])  # 4.
+        others = {i for writer in seen.writers for i in ids_of(writer, topic)} - fenced
+        if not others:
+            return after
+        _fence(kafka_config, others, fenced)
+        position, owners = progress.read_owners(seen.end)
     where = str(kafka_config.get("bootstrap.servers", "?"))
-    why = f"{progress.data_topic} changed owner {MAX_ROUNDS} times while being taken over"
+    why = f"other producers kept claiming {topic} ({MAX_ROUNDS} fenced in a row)"
     raise UnreachableError("Kafka", where, MAX_ROUNDS, why)
 
 
-def _read(progress: Progress, mine: list[str], committed: Position | None) -> Position:
+def _writer(position: Position, owners: Owners, topic: str) -> list[str]:
+    return ids_of(position.owner, topic) if owners.recorded else []
+
+
+def _claimant(owners: Owners, topic: str) -> list[str]:
+    return [] if owners.claimant is None else ids_of(owners.claimant, topic)
+
+
+def _first_read(
+    progress: Progress, mine: list[str], committed: Position | None
+) -> tuple[Position, Owners]:
     deadline = time.monotonic() + MARKERS_S
     while True:
-        position = progress.read()
+        position, owners = progress.read_owners(0)
         if committed is None or position.owner not in mine or time.monotonic() > deadline:
-            return position
+            return position, owners
         if (position.version, position.part) == (committed.version, committed.part):
-            return position
+            return position, owners
         time.sleep(0.05)
 
 
-def fence(kafka_config: KafkaConfig, transactional_id: str) -> None:
-    """Stop the producers of transactional_id and abort their open transaction."""
-    Transactor(kafka_config, transactional_id).start()
+def _until_claimed(progress: Progress, since: int, me: str) -> tuple[Position, Owners]:
+    """The progress once the claim `me` made after offset since shows."""
+    deadline = time.monotonic() + MARKERS_S
+    while True:
+        position, owners = progress.read_owners(since)
+        if me in owners.writers:
+            return position, owners
+        if time.monotonic() > deadline:
+            why = f"its claim on {progress.data_topic} did not show in {MARKERS_S:.0f} s"
+            raise UnreachableError("Kafka", progress.topic, 1, why)
+        time.sleep(0.05)
+
+
+def _fence(kafka_config: KafkaConfig, ids: set[str], fenced: set[str]) -> None:
+    """Stop the producers of ids and abort their open transactions."""
+    for transactional_id in sorted(ids):
+        Transactor(kafka_config, transactional_id).start()
+        fenced.add(transactional_id)

@@ -11,6 +11,10 @@ Data Feed. `cdfbridge-producer resync` asks for a new one with a record of its o
 (`<topic>#resync`); the producer that follows the topic then snapshots the table at its
 latest version and records the offsets the new generation starts at, so a consumer can
 rebuild from there and leave every older row behind.
+
+Each record names its owner, the producer that wrote it; a producer about to follow the
+topic claims it with a record of another key (`<topic>#claim`) naming itself
+(producer/takeover.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RESYNC_SUFFIX = b"#resync"  # a character no topic name has
+CLAIM_SUFFIX = b"#claim"  # a producer's claim on the topic, before it publishes
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,19 @@ def record_key(topic: str) -> bytes:
 def resync_key(topic: str) -> bytes:
     """The key of the data topic's resync requests."""
     return record_key(topic) + RESYNC_SUFFIX
+
+
+def claim_key(topic: str) -> bytes:
+    """The key of the claims producers make on the data topic (producer/takeover.py)."""
+    return record_key(topic) + CLAIM_SUFFIX
+
+
+def encode_claim(owner: str) -> bytes:
+    return json.dumps({"owner": owner}).encode()
+
+
+def decode_claim(value: bytes | None) -> str:
+    return str(json.loads(value or b"{}")["owner"])
 
 
 def encode(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -19,9 +19,12 @@ from schemas.progress import (
     Identity,
     Part,
     Position,
+    claim_key,
     decode,
+    decode_claim,
     decode_resync,
     encode,
+    encode_claim,
     encode_resync,
     record_key,
     resync_key,
@@ -45,12 +48,31 @@ def reader_config(kafka_config: KafkaConfig) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Owners:
+    """Who wrote a progress topic's records: claimant, the producer of the last claim;
+    writers, the producers of the records (version records and claims) from offset since
+    on, None for a version record that names none; end, the offset after the last read;
+    recorded, whether it holds a version record at all."""
+
+    since: int = 0
+    end: int = 0
+    recorded: bool = False
+    claimant: str | None = None
+    writers: set[str | None] = field(default_factory=set)
+
+    def wrote(self, offset: int, owner: str | None) -> None:
+        if offset >= self.since:
+            self.writers.add(owner)
+
+
 class Progress:
     def __init__(self, kafka_config: KafkaConfig, topic: str) -> None:
         self.kafka_config = kafka_config
         self.data_topic, self.topic = topic, progress_topic(topic)
         self.key = record_key(topic)
         self.resync_key = resync_key(topic)
+        self.claim_key = claim_key(topic)
         # What record() writes besides the version: the producer's generation, table,
         # hashed columns, value schema and transactional.id.
         self.generation = Generation()
@@ -65,6 +87,10 @@ class Progress:
         transaction that publishes them."""
         fields = self.generation, self.identity, self.hashed, part, self.value_schema
         return encode(version, *fields, owner=self.owner), self.key
+
+    def claim(self) -> tuple[bytes, bytes]:
+        """The record claiming the topic for owner, as (value, key)."""
+        return encode_claim(self.owner or ""), self.claim_key
 
     def name_value_schema(self, schema_id: int) -> None:
         """The value schema id the records name from now on."""
@@ -113,11 +139,19 @@ class Progress:
         finally:
             consumer.close()
 
-    def _read(self, consumer: Any) -> Position:
+    def read_owners(self, since: int) -> tuple[Position, Owners]:
+        """read(), and who wrote the records: the last claim's producer, and the producers
+        of the records from offset since on (producer/takeover.py)."""
+        owners = Owners(since)
+        with self._reader(f"reading {self.topic}") as consumer:
+            return self._read(consumer, owners), owners
+
+    def _read(self, consumer: Any, owners: Owners | None = None) -> Position:
         if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
             return Position()  # never published anything
         consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         last, requested = Position(), 0
+        owners = owners or Owners()
         deadline = time.monotonic() + READ_TIMEOUT_S
         while time.monotonic() < deadline:
             message = consumer.poll(0.5)
@@ -126,11 +160,17 @@ class Progress:
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
+                    owners.end = message.offset()
                     return replace(last, requested=requested)
                 raise KafkaException(error)
-            if message.key() == self.key:
-                last = decode(message.value())
-            elif message.key() == self.resync_key:
+            key, offset = message.key(), message.offset()
+            if key == self.key:
+                last, owners.recorded = decode(message.value()), True
+                owners.wrote(offset, last.owner)
+            elif key == self.claim_key:
+                owners.claimant = decode_claim(message.value())
+                owners.wrote(offset, owners.claimant)
+            elif key == self.resync_key:
                 requested = decode_resync(message.value())
         took = f"reading progress took over {READ_TIMEOUT_S:.0f} s"
         raise UnreachableError("Kafka", self.topic, 1, took)

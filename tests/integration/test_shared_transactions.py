@@ -169,3 +169,52 @@ def test_a_table_last_published_by_its_own_producer_of_before_is_taken_over(
     assert publisher.publish([rows(b"2")], 2, stop=lambda: False) == 1
     assert settled(lambda: committed(endpoints, topic), [b"1", b"2"]) == [b"1", b"2"]
     transactions.close()
+
+
+def test_two_producers_taking_one_table_at_once_never_both_publish_a_version(
+    endpoints: Endpoints,
+) -> None:
+    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+    topic = topics(kafka)
+    first = Transactions(kafka, unique("cdfbridge-lake-a"))
+    owner = Publisher(kafka, topic, transactions=first)
+    owner.start()
+    assert owner.publish([rows(b"v1")], 1, stop=lambda: False) == 1
+    contenders = [
+        Publisher(kafka, topic, transactions=Transactions(kafka, unique(n))) for n in "bc"
+    ]
+    together = threading.Barrier(len(contenders))
+    started: dict[int, Any] = {}
+
+    def start(i: int) -> None:
+        together.wait()
+        try:
+            started[i] = contenders[i].start()
+        except FencedError as exc:
+            started[i] = exc
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(len(contenders))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    published: list[int] = []
+    stopped: list[FencedError] = []
+    for i, outcome in started.items():  # each publishes the version after the one it read
+        if isinstance(outcome, FencedError):
+            stopped.append(outcome)
+            continue
+        version = (outcome.version or 0) + 1
+        try:
+            contenders[i].publish([rows(b"v%d" % version)], version, stop=lambda: False)
+            published.append(version)
+        except FencedError as exc:
+            stopped.append(exc)
+
+    assert len(published) <= 1 and stopped  # one went on at most: the others were fenced
+    keys = committed(endpoints, topic)
+    assert len(keys) == len(set(keys)), f"a version published twice: {keys}"
+    with pytest.raises(FencedError):
+        owner.publish([rows(b"v9")], 9, stop=lambda: False)
+    for publisher in [owner, *contenders]:
+        publisher.transactions.close()
