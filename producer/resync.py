@@ -27,6 +27,7 @@ from producer import metrics
 from schemas.naming import progress_topic
 from schemas.progress import RESYNC_SUFFIX
 from services.kafka_errors import build
+from services.progress_topic import PROGRESS_PARTITION
 from services.settings import KafkaConfig
 
 POLL_S = 0.5
@@ -79,7 +80,9 @@ class Resyncs:
         the follow was rearmed is lifted)."""
         with self._lock:
             if topic not in self._above:  # the watcher thread assigns it: the client's calls
-                self._new.append(TopicPartition(progress_topic(topic), 0, OFFSET_BEGINNING))
+                self._new.append(
+                    TopicPartition(progress_topic(topic), PROGRESS_PARTITION, OFFSET_BEGINNING)
+                )
             self._above[topic] = max(taken, self._above.get(topic, 0))
             taken_since = self._woken_by.pop(topic, None)
             if taken_since is not None and taken_since <= taken and not self.stop.is_set():

@@ -118,12 +118,13 @@ def produce(
     value: bytes | None,
     key: bytes,
     headers: dict[str, str | bytes | None] | None = None,
+    partition: int = -1,  # librdkafka's RD_KAFKA_PARTITION_UA: the partitioner picks
 ) -> None:
     """One message, retried alone while librdkafka's local queue is full: a retry never
     sends again what was already queued."""
     while True:
         try:
-            producer.produce(topic, value, key, headers=headers)
+            producer.produce(topic, value, key, partition=partition, headers=headers)
             return
         except BufferError:
             producer.poll(0.05)  # let librdkafka drain the queue

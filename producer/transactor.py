@@ -28,6 +28,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from producer.sends import Chunk, ChunksRefused, Refused, produce, producer_config, send
 from services.kafka_errors import build, passing
+from services.progress_topic import PROGRESS_PARTITION
 from services.retry import retrying
 from services.service_errors import UnreachableError
 from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
@@ -160,7 +161,7 @@ class Transactor:
             producer.begin_transaction()
             rows = [send(producer, chunk) for chunk in chunks]
             for chunk in chunks:
-                produce(producer, *chunk.progress)
+                produce(producer, *chunk.progress, partition=PROGRESS_PARTITION)
             producer.commit_transaction(60)
             return rows
         except KafkaException as exc:

@@ -34,6 +34,9 @@ from services.service_errors import UnreachableError, client_failure
 from services.settings import KafkaConfig
 
 READ_TIMEOUT_S = 60.0  # to read the progress topic to its end
+# Every record is written to and read from this partition, whatever the topic has (a topic
+# created by hand, or by the broker itself, may have more).
+PROGRESS_PARTITION = 0
 
 
 def reader_config(kafka_config: KafkaConfig) -> dict[str, Any]:
@@ -98,7 +101,8 @@ class Progress:
 
     def request_resync(self, producer: Any, generation: int) -> None:
         """Queue a resync request (no transaction needed: it is one record of its own)."""
-        producer.produce(self.topic, encode_resync(generation), self.resync_key)
+        value, key = encode_resync(generation), self.resync_key
+        producer.produce(self.topic, value, key, partition=PROGRESS_PARTITION)
 
     def last_version(self) -> int | None:
         return self.read().version
@@ -149,7 +153,7 @@ class Progress:
     def _read(self, consumer: Any, owners: Owners | None = None) -> Position:
         if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
             return Position()  # never published anything
-        consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(self.topic, PROGRESS_PARTITION, OFFSET_BEGINNING)])
         last, requested = Position(), 0
         owners = owners or Owners()
         deadline = time.monotonic() + READ_TIMEOUT_S

@@ -31,7 +31,7 @@ from schemas.naming import progress_topic
 from schemas.progress import decode, record_key
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
-from services.progress_topic import reader_config
+from services.progress_topic import PROGRESS_PARTITION, reader_config
 
 log = logging.getLogger(__name__)
 CHECK_S = 10.0
@@ -154,6 +154,6 @@ class Generations:
         there = [progress_topic(t) for t in topics if progress_topic(t) in found]
         if there:
             self._consumer.incremental_assign(
-                [TopicPartition(name, 0, OFFSET_BEGINNING) for name in there]
+                [TopicPartition(name, PROGRESS_PARTITION, OFFSET_BEGINNING) for name in there]
             )
             self._assigned.update(there)

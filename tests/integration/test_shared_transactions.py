@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from producer.errors import FencedError, MessageTooLargeError
 from producer.publish import Publisher, Transactions
@@ -218,3 +219,22 @@ def test_two_producers_taking_one_table_at_once_never_both_publish_a_version(
         owner.publish([rows(b"v9")], 9, stop=lambda: False)
     for publisher in [owner, *contenders]:
         publisher.transactions.close()
+
+
+def test_a_progress_topic_of_several_partitions_is_written_and_read_in_its_first(
+    endpoints: Endpoints, kafka_admin: Any
+) -> None:
+    """A progress topic made by hand, or by the broker's auto-creation, may have several
+    partitions: records and claims still go to, and are read from, partition 0."""
+    kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+    topic = unique("shared")
+    created = kafka_admin.create_topics([NewTopic(f"{topic}.progress", 3, 1)])
+    for future in created.values():
+        future.result(30)
+    ensure_topics(kafka, topic, 1)  # the data topic; the progress topic is left as it is
+    publisher = Publisher(kafka, topic)
+
+    assert publisher.start().version is None  # claimed, and the claim read back
+    assert publisher.publish([rows(b"v1")], 1, stop=lambda: False) == 1
+    assert settled(lambda: publisher.progress.read().version, 1) == 1
+    publisher.close()

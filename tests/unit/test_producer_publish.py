@@ -22,7 +22,9 @@ class QueueFullOnCall:
         self.sent: list[tuple[Any, Any]] = []
         self.headers: list[Any] = []
 
-    def produce(self, topic: str, value: bytes | None, key: bytes, headers: Any = None) -> None:
+    def produce(
+        self, topic: str, value: bytes | None, key: bytes, partition: int = -1, headers: Any = None
+    ) -> None:
         self.calls += 1
         if self.calls == self.full_on:
             raise BufferError("Local: Queue full")
