@@ -23,7 +23,8 @@ exit codes:
   2  invalid settings or arguments, a topic name Kafka refuses, refused credentials, or a
      TLS certificate that failed verification
   3  Kafka, the registry or Spark did not answer after retries, or the Spark driver JVM died
-  4  fenced: another producer took over this table's topic
+  4  fenced: a newer copy of this producer started, or another producer took one of its
+     tables over
   5  resync: asked for, but no producer published the snapshot within --wait
 """
 
