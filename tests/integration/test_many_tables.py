@@ -171,7 +171,9 @@ def test_a_table_taken_over_by_another_producer_stops_every_table_with_exit_4(
     try:
         for topic in topics.values():
             wait_for_messages(endpoints, topic, at_least=10)
-        Publisher({"bootstrap.servers": endpoints.kafka}, topics["a"]).start()  # fences it
+        taker = Publisher({"bootstrap.servers": endpoints.kafka}, topics["a"])
+        taker.start()  # fences the lake's producers
+        taker.close()
         Generator(tables["a"][0], seed=5).commit("insert", rows=3)
 
         assert follower.wait(120) == 4

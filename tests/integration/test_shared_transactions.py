@@ -48,6 +48,14 @@ def topics(kafka: KafkaConfig, max_message_bytes: int = MAX_MESSAGE_BYTES) -> st
     return topic
 
 
+def published_once(kafka: KafkaConfig, topic: str, key: bytes) -> Publisher:
+    """The publisher of a deployment of its own, which has published key as version 1."""
+    owner = Publisher(kafka, topic, transactions=Transactions(kafka, unique("cdfbridge-lake")))
+    owner.start()
+    assert owner.publish([rows(key)], 1, stop=lambda: False) == 1
+    return owner
+
+
 def committed(endpoints: Endpoints, topic: str) -> list[bytes]:
     """The keys a read_committed reader sees in topic's one partition, in order."""
     reader = Consumer(
@@ -118,10 +126,8 @@ def test_taking_a_table_over_aborts_the_owners_open_transaction_and_stops_the_ow
 ) -> None:
     kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
     topic = topics(kafka)
-    first = Transactions(kafka, unique("cdfbridge-lake-a"))
-    owner = Publisher(kafka, topic, transactions=first)
-    owner.start()
-    assert owner.publish([rows(b"1")], 1, stop=lambda: False) == 1
+    owner = published_once(kafka, topic, b"1")
+    first = owner.transactions
     # The owner dies between its messages and its commit: a transaction left open.
     handle = first.head._producer
     handle.begin_transaction()
@@ -177,10 +183,7 @@ def test_two_producers_taking_one_table_at_once_never_both_publish_a_version(
 ) -> None:
     kafka: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
     topic = topics(kafka)
-    first = Transactions(kafka, unique("cdfbridge-lake-a"))
-    owner = Publisher(kafka, topic, transactions=first)
-    owner.start()
-    assert owner.publish([rows(b"v1")], 1, stop=lambda: False) == 1
+    owner = published_once(kafka, topic, b"v1")
     contenders = [
         Publisher(kafka, topic, transactions=Transactions(kafka, unique(n))) for n in "bc"
     ]
