@@ -78,10 +78,6 @@ class Publisher:
         self.progress = Progress(kafka_config, topic)
         self.progress.owner = self.transactions.owner
 
-    @property
-    def transactional_id(self) -> str:
-        return self.transactions.owner
-
     def start(self) -> Position:
         """Fence older producers and the table's recorded owner, then return what the
         progress topic says: the last version fully published, the generation, and a
