@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from producer import metrics
+from producer.gather import gather
 from producer.pools import FOLLOW, in_pool
 
 if TYPE_CHECKING:
@@ -107,17 +108,13 @@ class Cycle:
 
     def _gather(self) -> None:
         """Wait, holding the lock, for the other tables at their heads to send reads."""
-        began = time.monotonic()
-        while len(self._waiting) < len(self._heads):
-            count, left = len(self._waiting), began + GATHER_S - time.monotonic()
-            if left <= 0:
-                return
-            self._changed.wait_for(functools.partial(self._more_than, count), min(QUIET_S, left))
-            if len(self._waiting) == count:
-                return  # quiet: none came
+        gather(self._changed, self._count, self._all_in, QUIET_S, GATHER_S)
 
-    def _more_than(self, count: int) -> bool:
-        return len(self._waiting) > count
+    def _count(self) -> int:
+        return len(self._waiting)
+
+    def _all_in(self) -> bool:
+        return len(self._waiting) >= len(self._heads)
 
     def _serve(self, reads: list[_Read]) -> None:
         """2. and 3.: one job for all, else each alone."""

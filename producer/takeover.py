@@ -89,26 +89,37 @@ def _claimant(owners: Owners, topic: str) -> list[str]:
 def _first_read(
     progress: Progress, mine: list[str], committed: Position | None
 ) -> tuple[Position, Owners]:
-    deadline = time.monotonic() + MARKERS_S
-    while True:
-        position, owners = progress.read_owners(0)
-        if committed is None or position.owner not in mine or time.monotonic() > deadline:
-            return position, owners
-        if (position.version, position.part) == (committed.version, committed.part):
-            return position, owners
-        time.sleep(0.05)
+    """The progress, once it shows committed if this process wrote it (MARKERS_S at most)."""
+
+    def shows(position: Position, _: Owners) -> bool:
+        if committed is None or position.owner not in mine:
+            return True
+        return (position.version, position.part) == (committed.version, committed.part)
+
+    position, owners, _ = _read_until(progress, 0, shows)
+    return position, owners
 
 
 def _until_claimed(progress: Progress, since: int, me: str) -> tuple[Position, Owners]:
     """The progress once the claim `me` made after offset since shows."""
+    position, owners, shown = _read_until(progress, since, lambda _, o: me in o.writers)
+    if not shown:
+        why = f"its claim on {progress.data_topic} did not show in {MARKERS_S:.0f} s"
+        raise UnreachableError("Kafka", progress.topic, 1, why)
+    return position, owners
+
+
+def _read_until(
+    progress: Progress, since: int, done: Callable[[Position, Owners], bool]
+) -> tuple[Position, Owners, bool]:
+    """Read the progress until done() (True), or for MARKERS_S (False)."""
     deadline = time.monotonic() + MARKERS_S
     while True:
         position, owners = progress.read_owners(since)
-        if me in owners.writers:
-            return position, owners
+        if done(position, owners):
+            return position, owners, True
         if time.monotonic() > deadline:
-            why = f"its claim on {progress.data_topic} did not show in {MARKERS_S:.0f} s"
-            raise UnreachableError("Kafka", progress.topic, 1, why)
+            return position, owners, False
         time.sleep(0.05)
 
 

@@ -20,11 +20,11 @@ init_transactions aborts it.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from producer.gather import gather
 from producer.kafka_errors import error_of, fatal, kafka_failure
 from producer.sends import Chunk, ChunksRefused, Refused, produce, producer_config, send
 from services.kafka_errors import build, passing
@@ -38,6 +38,10 @@ GATHER_S = 0.2  # the longest a transaction waits for more chunks once one is ha
 QUIET_S = 0.02  # ... and the longest it waits for the next one
 # What an abort's purged messages report: no refusal of theirs.
 PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+
+
+def _never() -> bool:
+    return False
 
 
 class Transactor:
@@ -118,12 +122,7 @@ class Transactor:
             if not self._handed:
                 self._thread = None
                 return []
-            deadline = time.monotonic() + GATHER_S
-            while (left := deadline - time.monotonic()) > 0:
-                count = len(self._handed)
-                self._changed.wait(min(QUIET_S, left))
-                if len(self._handed) == count:
-                    break
+            gather(self._changed, self._handed.__len__, _never, QUIET_S, GATHER_S)
             taken = list(self._handed)
             self._handed.clear()
         return taken

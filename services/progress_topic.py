@@ -109,8 +109,7 @@ class Progress:
 
     def read(self) -> Position:
         """Read the topic to its end with read_committed; the last record of a key wins."""
-        with self._reader(f"reading {self.topic}") as consumer:
-            return self._read(consumer)
+        return self.read_owners(0)[0]
 
     def generation_here(self, number: int) -> Generation:
         """Generation `number`, starting at the data topic's end offsets now. Called by the
@@ -150,12 +149,11 @@ class Progress:
         with self._reader(f"reading {self.topic}") as consumer:
             return self._read(consumer, owners), owners
 
-    def _read(self, consumer: Any, owners: Owners | None = None) -> Position:
+    def _read(self, consumer: Any, owners: Owners) -> Position:
         if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
             return Position()  # never published anything
         consumer.assign([TopicPartition(self.topic, PROGRESS_PARTITION, OFFSET_BEGINNING)])
         last, requested = Position(), 0
-        owners = owners or Owners()
         deadline = time.monotonic() + READ_TIMEOUT_S
         while time.monotonic() < deadline:
             message = consumer.poll(0.5)
