@@ -21,7 +21,11 @@ measured over the same window.
 
 --idle: each table takes IDLE_COMMITS commits; once the producer has published them all
 (its log says, IDLE_SETTLE_S before), no table commits while measured, which shows what
-following idle tables costs. No consumer runs then.
+following idle tables costs. --idle --no-consumer runs the producer alone.
+
+Each stage's CPU (its process tree, as a share of one core) is measured over the measured
+window; its long-lived Kafka clients are counted at the end of it (librdkafka's `rdk:main`
+threads), and so are the consumer group's members, as the broker describes the group.
 
 --backfill-rows R adds a table of R changes (inserts, 5% updated, 1% deleted: the backlog of
 bench/producer_bench.py) that the producer backfills from version 0 while the N tables keep
@@ -54,7 +58,7 @@ import clickhouse_connect
 import target
 from output import save, table
 from producer_bench import build_table
-from stages import PeakRss, start, tree_cpu_s
+from stages import PeakRss, kafka_clients, start, tree_cpu_s
 
 from producer.generate import Generator
 from services.settings import ConnectionSettings
@@ -128,9 +132,9 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         ["producer", "--config", str(config)], env, logs / f"lake_{run_id}.producer.log"
     )
     log = logs / f"lake_{run_id}.producer.log"
-    # --idle measures the producer alone: no consumer, so no ClickHouse to wait for.
+    # --no-consumer measures the producer alone, so there is no ClickHouse to wait for.
     consumer = None
-    if not args.idle:
+    if not args.no_consumer:
         command = ["consumer", "--config", str(config), "run"]
         consumer = start(command, env, logs / f"lake_{run_id}.consumer.log")
     stages = [stage for stage in (producer, consumer) if stage is not None]
@@ -160,7 +164,7 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
             samples.append((time.time(), visible(client, database)))
             elapsed = time.monotonic() - began
             warm = elapsed >= args.warmup_s
-            if args.idle:  # every table's last commit published IDLE_SETTLE_S ago
+            if args.idle or args.no_consumer:  # every table's last commit published
                 sent = published_at(log)
                 last = [sent.get((tables[n][1], v)) for n, v in versions.items()]
                 caught_up = all(at is not None and at < time.time() - IDLE_SETTLE_S for at in last)
@@ -169,7 +173,7 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
             if measured_from is None and warm and (caught_up or elapsed >= args.max_warmup_s):
                 behind_at_start = not caught_up
                 measured_from, first = tick, dict(versions)
-                cpu_from = (time.monotonic(), tree_cpu_s(producer.pid))
+                cpu_from = (time.monotonic(), {s.pid: tree_cpu_s(s.pid) for s in stages})
                 backfilled = [(time.time(), _rows_of(samples[-1][1], "backfill"))]
                 if args.resync_rows:
                     before = samples[-1][1].get(("resync", resynced[0]), 0)
@@ -179,10 +183,13 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
             if any(stage.poll() is not None for stage in stages):
                 raise SystemExit(f"a stage exited; logs in {logs}/lake_{run_id}.*.log")
         backfilled.append((time.time(), _rows_of(samples[-1][1], "backfill")))
-        cpu_pct = round(
-            100 * (tree_cpu_s(producer.pid) - cpu_from[1]) / (time.monotonic() - cpu_from[0]), 1
-        )
-        deadline = time.monotonic() + (0 if args.idle else 60)
+        window = time.monotonic() - cpu_from[0]
+        cpu = {
+            pid: round(100 * (tree_cpu_s(pid) - s) / window, 1) for pid, s in cpu_from[1].items()
+        }
+        clients = {s.pid: kafka_clients(s.pid) for s in stages}
+        members = _members(settings, "cdfbridge-consumer") if consumer is not None else None
+        deadline = time.monotonic() + (0 if args.idle or args.no_consumer else 60)
         while time.monotonic() < deadline and not _caught_up(
             samples[-1][1], versions, args, back=0
         ):
@@ -235,7 +242,11 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         "caught_up_when_measured": not behind_at_start,
         "lags": lags,
         "backfill": backfill,
-        "producer_cpu_pct": cpu_pct,
+        "producer_cpu_pct": cpu[producer.pid],
+        "consumer_cpu_pct": cpu[consumer.pid] if consumer is not None else None,
+        "producer_kafka_clients": clients[producer.pid],
+        "consumer_kafka_clients": clients[consumer.pid] if consumer is not None else None,
+        "consumer_group_members": members,
         "all_published_s": heads_s,
         "first_published_s": first_s,
         "half_published_s": half_s,
@@ -257,6 +268,14 @@ class Visible(threading.Thread):
         client = clickhouse_connect.get_client(dsn=ConnectionSettings().clickhouse.url)
         while not self.done.wait(0.2):
             self.samples.append((time.time(), visible(client, self.database)))
+
+
+def _members(settings: ConnectionSettings, group: str) -> int:
+    """The group's members, as the broker describes the group."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(settings.kafka.client_config())
+    return len(admin.describe_consumer_groups([group])[group].result(timeout=30).members)
 
 
 def published_at(log: Path) -> dict[tuple[str, int], float]:
@@ -328,8 +347,9 @@ def main() -> None:
     p.add_argument("--backfill-rows", type=int, default=0, help="a table backfilled meanwhile")
     p.add_argument("--resync-rows", type=int, default=0, help="a table resynced meanwhile")
     p.add_argument(
-        "--idle", action="store_true", help="no commits while measured: the producer's CPU then"
+        "--idle", action="store_true", help="no commits while measured: the stages' CPU then"
     )
+    p.add_argument("--no-consumer", action="store_true", help="run the producer alone")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cdfbridge-lake-"))
     results = [scenario(args, count, root) for count in args.tables or [20]]
@@ -352,6 +372,9 @@ def main() -> None:
                 f"{result['producer'] / base:.2f}×",
                 result["consumer"],
                 result["producer_cpu_pct"],
+                result["consumer_cpu_pct"],
+                f"{result['producer_kafka_clients']} / {result['consumer_kafka_clients']} / "
+                f"{result['consumer_group_members']}",
                 f"{result['first_published_s']} / {result['half_published_s']} / "
                 f"{result['all_published_s']}",
             )
@@ -372,6 +395,8 @@ def main() -> None:
                 "vs first",
                 "consumer MiB",
                 "producer CPU % of a core",
+                "consumer CPU % of a core",
+                "Kafka clients: producer / consumer / group members",
                 "tables published s: first / half / every",
             ),
             rows,

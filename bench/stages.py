@@ -93,3 +93,14 @@ def _children(pid: int) -> list[str]:
         except OSError:
             continue
     return found
+
+
+def kafka_clients(pid: int) -> int:
+    """Long-lived librdkafka clients of a process: each runs one `rdk:main` thread."""
+    found = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += (task / "comm").read_text().strip() == "rdk:main"
+        except OSError:
+            continue  # ended meanwhile
+    return found

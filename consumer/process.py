@@ -1,12 +1,12 @@
-"""The consumer process: one Pipeline per topic, one /metrics and /health endpoint, and
-SIGTERM or SIGINT stopping every pipeline (each drains and commits what it read).
+"""The consumer process: one member of the consumer group for every topic, a Pipeline per
+topic on it, one /metrics and /health endpoint, and SIGTERM or SIGINT stopping every
+pipeline (each drains and commits what it read).
 
-Each topic's pipeline runs on a thread of its own with its own member of the one consumer
-group, subscribed to that topic alone. Members of a group may subscribe to different topics:
-the group leader gives a topic's partitions only to members subscribed to it, and
-cooperative-sticky assignment (consumer/group/kafka.py) moves only the partitions that change
-owner, so one topic's member joining or leaving (starting, waiting outside the group for its
-services, or stopping on an error) takes no partition from another topic's member.
+The member (consumer/group/member.py) polls on a thread of its own; each topic's pipeline
+waits for its services on a thread of its own, then joins the member, which subscribes to
+it. Cooperative-sticky assignment (consumer/group/kafka.py) moves only the partitions that
+change owner, so a topic joining or leaving (starting, stopping on an error, or rebuilt)
+takes no partition from another topic.
 
 A topic stopped by an error stops alone: its partitions stay uncommitted, the error is
 logged naming the topic, `cdfbridge_consumer_topic_failed{topic}` is 1 and /health answers
@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 
 from consumer.group.loop import Pipeline
+from consumer.group.member import Member
 from consumer.group.metrics import Collectors, Metrics
-from consumer.group.startup import dead_letters_for
+from consumer.group.startup import dead_letters_for, prefetch_of
 from consumer.health import serve
 from consumer.rebuild import auto_rebuild
 from consumer.rebuild.generations import Generations
@@ -66,17 +67,19 @@ def worst(failures: list[Failure]) -> int:
 
 
 class Consumers:
-    """A pipeline per topic, with their metrics on one set of collectors."""
+    """A pipeline per topic on one member, with their metrics on one set of collectors."""
 
     def __init__(self, each: list[ConsumerSettings], *, until_caught_up: bool = False) -> None:
         self.collectors = Collectors()
         self.dead_letters = dead_letters_for(each[0])  # made at the first dead letter
+        self.member = Member(each[0], prefetch_of(each))
         self.pipelines = [
             Pipeline(
                 settings,
                 until_caught_up=until_caught_up,
                 metrics=Metrics(settings.consumer.topic, self.collectors),
                 dead_letters=self.dead_letters,
+                member=self.member,
             )
             for settings in each
         ]
@@ -99,9 +102,14 @@ class Consumers:
     def run(self) -> list[Failure]:
         """Run every pipeline until stopped (or caught up); returns the topics that stopped
         on an error. A single pipeline runs on the calling thread and raises its error."""
+        member = threading.Thread(target=self.member.run, name="group-member")
+        member.start()
         try:
             return self._run_all()
         finally:
+            self.member.close()
+            while member.is_alive():  # wakes up for signals
+                member.join(timeout=0.5)
             if self.generations is not None:
                 self.generations.close()
 
@@ -144,6 +152,7 @@ class Consumers:
             until_caught_up=pipeline.until_caught_up,
             metrics=pipeline.metrics,
             dead_letters=self.dead_letters,
+            member=self.member,
         )
         with self._lock:
             self.pipelines[self.pipelines.index(pipeline)] = fresh

@@ -1,5 +1,5 @@
 """Back-pressure: after a transient failure (ClickHouse, the registry or a commit), pause
-every assigned partition, read again from where the failed work started, back off, resume.
+the topic's assigned partitions (the member's other topics read on), read again from where the failed work started, back off, resume.
 
 The delays follow the project's one retry schedule (services.retry.backoff_s): 0.5 s, 1 s,
 2 s ... up to `max_backoff_s`, growing while failures follow each other and starting again
@@ -23,15 +23,19 @@ log = logging.getLogger(__name__)
 
 
 class Backpressure:
-    def __init__(self, consumer: Consumer, max_backoff_s: float, metrics: Metrics) -> None:
+    def __init__(
+        self, consumer: Consumer, topic: str, max_backoff_s: float, metrics: Metrics
+    ) -> None:
         self.consumer = consumer
+        self.topic = topic
         self.max_backoff_s = max_backoff_s
         self.metrics = metrics
         self.failures = 0  # in a row
         self._until: float | None = None  # paused until then
+        self._held = False  # paused while its writes catch up (`hold`)
 
     def back_off(self, error: TransientError, rewind: Sequence[TopicPartition]) -> float:
-        """Pause the assigned partitions, move them back to `rewind` (what was read after it
+        """Pause the topic's assigned partitions, move them back to `rewind` (what was read after it
         was dropped), and wait the next delay of the schedule; returns it."""
         self.failures += 1
         delay = backoff_s(self.failures, self.max_backoff_s)
@@ -39,7 +43,7 @@ class Backpressure:
         log.warning(
             "transient error, retrying", extra={"error": str(error)[:500], "retry_in_s": delay}
         )
-        self.consumer.pause(self.consumer.assignment())
+        self.consumer.pause(self._assigned())
         for start in rewind:
             self.consumer.seek(start)
         self._until = time.monotonic() + delay
@@ -51,9 +55,28 @@ class Backpressure:
             return False
         if time.monotonic() < self._until:
             return True
-        self.consumer.resume(self.consumer.assignment())
         self._until = None
+        if not self._held:
+            self.consumer.resume(self._assigned())
         return False
+
+    @property
+    def still(self) -> bool:
+        """Neither backing off nor held: nothing to resume."""
+        return self._until is None and not self._held
+
+    def hold(self, full: bool) -> None:
+        """Paused while more batches wait for ClickHouse than may, on a member other topics
+        share (the member reads on for them instead of waiting for this topic's writes);
+        resumed once they fit again (and no back-off waits)."""
+        if full:  # again at each step: a partition assigned meanwhile is paused too
+            self.consumer.pause(self._assigned())
+        elif not full and self._held and self._until is None:
+            self.consumer.resume(self._assigned())
+        self._held = full
+
+    def _assigned(self) -> list[TopicPartition]:
+        return [tp for tp in self.consumer.assignment() if tp.topic == self.topic]
 
     def recovered(self) -> None:
         """A batch was written: the next failure waits the first delay again."""

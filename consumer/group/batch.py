@@ -191,6 +191,11 @@ class Batcher:
     def buffered_rows(self) -> int:
         return sum(batch.rows for batch in self._open.values())
 
+    @property
+    def holding(self) -> bool:
+        """Some partition has an open batch."""
+        return bool(self._open)
+
     def _close(self, key: TopicPartitionKey) -> PartitionBatch:
         batch = self._open.pop(key)
         if self._cut_reached(key, batch):

@@ -27,7 +27,8 @@ from services.retry import backoff_s
 
 log = logging.getLogger(__name__)
 # Closed batches that may wait for ClickHouse while Kafka is read on; past this the loop
-# waits for the writes instead, which bounds memory.
+# waits for the writes instead (or, on a member other topics share, pauses this topic's
+# partitions: consumer/group/backpressure.py), which bounds memory.
 QUEUED = 4
 
 Write = Callable[[PartitionBatch], Written]  # step 2: BatchWriter.write
@@ -105,14 +106,18 @@ class CommitQueue:
         """Send the owed commits (step 3, and step 1 from `_start`) in one request."""
         self.positions.flush()
 
-    def advance(self) -> int:
+    @property
+    def full(self) -> bool:
+        return len(self.pending) > QUEUED
+
+    def advance(self, wait: bool = True) -> int:
         """Settle the write in flight if it is done, and start the next pending batch; with
         nothing left to write, send the commits owed. Waits for the write in flight only
-        while more than QUEUED batches are pending. Returns how many batches were written."""
+        while `full` (and `wait`). Returns how many batches were written."""
         written = 0
         while True:
             if self.inflight is not None:
-                if not self.settle(None if len(self.pending) > QUEUED else 0):
+                if not self.settle(None if wait and self.full else 0):
                     return written
                 written += 1
             if not self.pending:

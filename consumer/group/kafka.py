@@ -149,12 +149,20 @@ def partition_count(client_config: Mapping[str, Any], topic: str) -> int | None:
     """How many partitions the topic has now; None when it is not there or Kafka does not
     answer (the member's own start then waits or fails as it would). Described, not looked
     up in metadata: a metadata request for a missing topic may create it."""
+    return partition_counts(client_config, [topic])[0]
+
+
+def partition_counts(client_config: Mapping[str, Any], topics: list[str]) -> list[int | None]:
+    """partition_count of each topic, asked in one request."""
     admin = AdminClient(dict(client_config))
-    future = admin.describe_topics(TopicCollection([topic]), request_timeout=TIMEOUT_S)[topic]
-    try:
-        return len(future.result(timeout=TIMEOUT_S).partitions)
-    except KafkaException:
-        return None
+    found = admin.describe_topics(TopicCollection(topics), request_timeout=TIMEOUT_S)
+    counts: list[int | None] = []
+    for topic in topics:
+        try:
+            counts.append(len(found[topic].result(timeout=TIMEOUT_S).partitions))
+        except KafkaException:
+            counts.append(None)
+    return counts
 
 
 def topic_id(client_config: Mapping[str, Any], topic: str) -> str:

@@ -1,15 +1,17 @@
-"""The consumer group member's poll loop: consume a chunk, batch it per partition, let the
-commit path move on (write to ClickHouse, then commit), repeat.
+"""One topic's share of the group member's loop: batch what the member read of it per
+partition, let the commit path move on (write to ClickHouse, then commit), repeat.
 
-    consumer/group/startup.py      join the group; set up the table and the dead-letter topic
+    consumer/group/startup.py      the table and the dead-letter topic, before joining
+    consumer/group/member.py       the process's one member, polling for every topic
     consumer/group/rebalance.py    partitions assigned, revoked, lost
     consumer/group/uncommitted.py  everything read and not yet committed, and every way out
     consumer/group/commit.py       the numbered steps: record the batch end, insert, commit
     consumer/group/backpressure.py pause, back off, resume after a transient failure
 
-One `Pipeline` per topic: consumer/process.py runs one for each topic the process reads,
-and stops them on SIGTERM and SIGINT; each then drains its buffered batches, commits them
-and returns.
+One `Pipeline` per topic: consumer/process.py runs one for each topic the process reads, all
+on the process's member, and stops them on SIGTERM and SIGINT; each then drains its
+buffered batches, commits them and returns. A pipeline made without a member (a rebuild's,
+a test's) runs on a member of its own, on the calling thread: one topic is a process of one.
 """
 
 from __future__ import annotations
@@ -23,27 +25,23 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from consumer.group import kafka
 from consumer.group.backpressure import Backpressure
-from consumer.group.batch import Batcher, Limits, PartitionBatch, Written
-from consumer.group.commit import CommitQueue, Write
+from consumer.group.batch import Batcher, Limits, PartitionBatch, TopicPartitionKey, Written
+from consumer.group.commit import CommitQueue
 from consumer.group.dlq import DeadLetters
-from consumer.group.errors import KafkaFatalError
-from consumer.group.metrics import DEAD_LETTERS, ROWS, Metrics
+from consumer.group.member import Member
+from consumer.group.metrics import Metrics
 from consumer.group.rebalance import Rebalance
-from consumer.group.startup import start
+from consumer.group.startup import dead_letters_for, open_writer, partitions_of, prefetch_of
 from consumer.group.uncommitted import Uncommitted
+from consumer.group.writer import BatchWriter
 from consumer.settings import ConsumerSettings
-from services.kafka_errors import describe
 
 log = logging.getLogger(__name__)
-FETCH = 10_000  # messages per consume() call
-# consume() waits this long for FETCH messages, so a trickle is still batched promptly;
-# shorter while a write is under way, so that the next one starts soon after it.
-POLL_S = 0.1
-BUSY_POLL_S = 0.005
+WAIT_S = 0.5  # a pipeline on the process's member wakes this often (for signals)
 
 
 class Pipeline:
-    """One member of the consumer group, from start-up to its drain."""
+    """One topic read by a group member, from start-up to its drain."""
 
     def __init__(
         self,
@@ -52,16 +50,27 @@ class Pipeline:
         until_caught_up: bool = False,
         metrics: Metrics | None = None,
         dead_letters: DeadLetters | None = None,
+        member: Member | None = None,
     ) -> None:
-        """settings: one topic's (ConsumerSettings.for_topic); metrics and dead_letters: the
-        process's (consumer/process.py), else its own."""
+        """settings: one topic's (ConsumerSettings.for_topic); metrics, dead_letters and
+        member: the process's (consumer/process.py), else its own."""
         self.settings = settings
+        self.topic = settings.consumer.topic
         self.until_caught_up = until_caught_up
-        self.metrics = metrics or Metrics(settings.consumer.topic)
+        self.metrics = metrics or Metrics(self.topic)
         self.dead_letters = dead_letters
+        self.member = member
         self.rebalance = Rebalance()
+        self.error: BaseException | None = None
         self._stop = threading.Event()
-        self._first_message: float | None = None
+        self._done = threading.Event()
+        self._writer: BatchWriter | None = None
+        self._owner: Uncommitted | None = None
+        self._backpressure: Backpressure | None = None
+        self._partitions: frozenset[TopicPartitionKey] = frozenset()
+        self._caught_up = False
+        self._touched = False  # read something, or an event, since the last `after`
+        self._began = self._first_message = 0.0
 
     def stop(self) -> None:
         self._stop.set()
@@ -71,83 +80,131 @@ class Pipeline:
         return self._stop
 
     def run(self) -> None:
-        """Consume until stopped (or caught up), then drain and commit what is buffered."""
+        """Consume until stopped (or caught up), then drain and commit what is buffered;
+        raises the error the topic stopped on."""
         try:
             self._run()
         finally:
             self.metrics.finished = True
 
     def _run(self) -> None:
-        c = self.settings.consumer
-        started = start(
-            self.settings, self.rebalance, self._stop, self.until_caught_up, self.dead_letters
-        )
-        if started is None:
+        dead_letters = self.dead_letters or dead_letters_for(self.settings)
+        self._writer = open_writer(self.settings, dead_letters, self._stop)
+        if self._writer is None:
             return
-        consumer, partitions = started.consumer, started.partitions
-        owner = self.rebalance.owner = self._owner(consumer, started.writer.write)
-        backpressure = Backpressure(consumer, c.max_backoff_seconds, self.metrics)
-        began = time.monotonic()
-        try:
-            caught_up = False
-            while not self._stop.is_set() and not caught_up:
-                self._step(consumer, owner, backpressure)
-                caught_up = self.until_caught_up and owner.caught_up(partitions)
-            deadline = time.monotonic() + 2 * c.max_backoff_seconds
-            if not owner.drain(deadline, c.max_backoff_seconds):
-                log.warning(
-                    "stopping with uncommitted batches; they will be consumed again",
-                    extra={"topic": c.topic},
-                )
-            self._summary(began, caught_up)
-        except BaseException:
-            owner.abandon()
-            raise
-        finally:
-            self.rebalance.closing = True
-            consumer.close()  # its revoke writes nothing more after drain or abandon
-            owner.close()
+        self._began = time.monotonic()
+        if self.member is None:
+            member = Member(self.settings, prefetch_of([self.settings]), alone=True)
+            member.add(self)
+            member.run()
+        else:
+            self.member.add(self)
+            while not self._done.wait(WAIT_S):
+                pass
+        if self.error is not None:
+            raise self.error
 
-    def _owner(self, consumer: Consumer, write: Write) -> Uncommitted:
+    # What the member calls, on its thread.
+    def attach(self, consumer: Consumer) -> None:
+        """Joining the member: the commit path, on the member's consumer."""
         c = self.settings.consumer
+        assert self._writer is not None  # noqa: S101 - run() made it before adding
         commit, written = partial(kafka.commit, consumer), partial(self._written, consumer)
         batcher = Batcher(Limits(c.batch_rows, c.batch_bytes, c.batch_seconds))
-        return Uncommitted(batcher, CommitQueue(write, commit, written))
+        queue = CommitQueue(self._writer.write, commit, written)
+        self._owner = self.rebalance.owner = Uncommitted(batcher, queue)
+        self._backpressure = Backpressure(consumer, self.topic, c.max_backoff_seconds, self.metrics)
+        if self.until_caught_up:
+            self._partitions = partitions_of(consumer, self.topic)
 
-    def _step(self, consumer: Consumer, owner: Uncommitted, backpressure: Backpressure) -> None:
+    @property
+    def busy(self) -> bool:
+        return self._owner is not None and self._owner.busy
+
+    @property
+    def finishing(self) -> bool:
+        return self._stop.is_set() or self._caught_up or self.error is not None
+
+    def submit(self, messages: list[Message]) -> None:
+        if not self._first_message:
+            self._first_message = time.monotonic()
+        assert self._owner is not None  # noqa: S101 - attached
+        self._touched = True
+        self._owner.submit(messages)
+
+    def event(self, event: Message) -> None:
+        """A partition's end, or a Kafka error that is not fatal."""
+        error, partition = event.error(), event.partition()
+        assert self._owner is not None  # noqa: S101 - attached
+        self._touched = True
+        if error is not None and error.code() == KafkaError._PARTITION_EOF:
+            self._owner.ended((self.topic, partition or 0))  # an end event names its partition
+        elif error is not None:
+            log.warning("kafka error", extra={"topic": self.topic, "error": str(error)})
+
+    def after(self, shared: bool = False) -> None:
+        """Once per poll of the member: cut batches due, move the commit path on. On a
+        member other topics share (`shared`), a topic whose writes fall behind is paused
+        rather than waited for."""
+        owner, backpressure = self._owner, self._backpressure
+        assert owner is not None and backpressure is not None  # noqa: S101 - attached
+        self.metrics.polled()
+        if self.error is not None:  # leaving at this step: nothing more is written
+            return
+        if not self._touched and owner.settled and backpressure.still:
+            return  # idle: nothing to cut, write, commit or resume (hundreds of topics)
+        self._touched = False
         waiting = backpressure.waiting()
         # While paused, consume() still serves rebalances and may return a few messages of
         # partitions assigned meanwhile: they are buffered like any other.
-        messages = consumer.consume(FETCH, timeout=BUSY_POLL_S if owner.busy else POLL_S)
-        self.metrics.polled()
-        if messages and self._first_message is None:
-            self._first_message = time.monotonic()
-        events: list[Message] = []
-        if any(map(Message.error, messages)):
-            events = [m for m in messages if m.error() is not None]
-            messages = [m for m in messages if m.error() is None]
-        owner.submit(messages)
-        for event in events:
-            self._event(event, owner)
         owner.cut_due()
         if not waiting:
-            outcome = owner.poll()
+            outcome = owner.poll(wait=not shared)
             if outcome.failed is not None:
                 backpressure.back_off(outcome.failed, outcome.rewind)
             elif outcome.written:
                 backpressure.recovered()
+        if shared:
+            backpressure.hold(owner.full)
         self.metrics.buffered(owner.buffered_rows())
+        self._caught_up = self.until_caught_up and owner.caught_up(self._partitions)
 
-    def _event(self, event: Message, owner: Uncommitted) -> None:
-        error, topic, partition = event.error(), event.topic(), event.partition()
-        if error is None:
-            return
-        if error.code() == KafkaError._PARTITION_EOF:
-            owner.ended((str(topic), partition or 0))  # an end event names its partition
-        elif error.fatal():
-            raise KafkaFatalError(describe(error))
-        else:
-            log.warning("kafka error", extra={"error": str(error)})
+    def fail(self, error: BaseException) -> None:
+        """The topic stops on `error` (the first one) at the member's next step."""
+        if self.error is None:
+            self.error = error
+
+    def finish(self) -> None:
+        """Leaving: drain (or, after an error, abandon) what was read. Never raises."""
+        owner, c = self._owner, self.settings.consumer
+        assert owner is not None  # noqa: S101 - attached
+        try:
+            if self.error is not None:
+                owner.abandon()
+                return
+            deadline = time.monotonic() + 2 * c.max_backoff_seconds
+            if not owner.drain(deadline, c.max_backoff_seconds):
+                log.warning(
+                    "stopping with uncommitted batches; they will be consumed again",
+                    extra={"topic": self.topic},
+                )
+            self.metrics.summary(self._caught_up, self._began, self._first_message)
+        except Exception as exc:  # noqa: BLE001 - the topic's run raises it
+            self.fail(exc)
+            owner.abandon()
+
+    def close(self) -> None:
+        """Left the member: nothing of it is read any more."""
+        if self._owner is not None:
+            self._owner.close()
+        self._done.set()
+
+    def abandon(self, error: BaseException) -> None:
+        """Stopped by `error` before it could leave in order (or join at all)."""
+        self.fail(error)
+        if self._owner is not None:
+            self._owner.abandon()
+        self.close()
 
     def _written(
         self, consumer: Consumer, batch: PartitionBatch, written: Written, seconds: float
@@ -155,17 +212,3 @@ class Pipeline:
         where = TopicPartition(batch.topic, batch.partition)
         _, high = consumer.get_watermark_offsets(where, cached=True)
         self.metrics.written(batch, written, seconds, high)
-
-    def _summary(self, began: float, caught_up: bool) -> None:
-        now = time.monotonic()
-        reading = now - self._first_message if self._first_message is not None else 0.0
-        log.info(
-            "caught up" if caught_up else "stopped",
-            extra={
-                "topic": self.settings.consumer.topic,
-                "rows": self.metrics.total(ROWS),
-                "dead_letters": self.metrics.total(DEAD_LETTERS),
-                "seconds": round(now - began, 3),
-                "seconds_from_first_message": round(reading, 3),
-            },
-        )

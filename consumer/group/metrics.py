@@ -147,5 +147,21 @@ class Metrics:
             },
         )
 
+    def summary(self, caught_up: bool, began: float, first_message: float) -> None:
+        """The topic's last log line: what it wrote since `began` (monotonic clock)."""
+        now = time.monotonic()
+        log.info(
+            "caught up" if caught_up else "stopped",
+            extra={
+                "topic": self.topic,
+                "rows": self.total(ROWS),
+                "dead_letters": self.total(DEAD_LETTERS),
+                "seconds": round(now - began, 3),
+                "seconds_from_first_message": round(now - first_message, 3)
+                if first_message
+                else 0.0,
+            },
+        )
+
     def healthy(self) -> bool:
         return self.finished or time.monotonic() - self.last_poll < STALE_AFTER_S

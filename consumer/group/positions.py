@@ -28,6 +28,10 @@ class Positions:
         """A commit to send with the next `flush`; it replaces one owed for the partition."""
         self._owed[(offset.topic, offset.partition)] = offset
 
+    @property
+    def owing(self) -> bool:
+        return bool(self._owed)
+
     def flush(self) -> None:
         """Send the owed commits in one request. On a transient error they stay owed."""
         if self._owed:

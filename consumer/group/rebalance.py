@@ -12,9 +12,9 @@ Cooperative-sticky assignment moves only the partitions that change owner:
 - revoked: what was read of them is written and committed before they go;
 - lost (this member was dropped from the group, e.g. frozen past the session timeout):
   their buffers are dropped unwritten, since another member may already read them.
-An assignment that arrives while the member closes starts nothing: the member is leaving,
-and librdkafka does not answer the committed-offsets look-up during close() (it waits out
-the timeout).
+An assignment that arrives while the topic leaves starts nothing (its partitions are
+assigned paused): the topic is leaving, and librdkafka does not answer the committed-offsets
+look-up during close() (it waits out the timeout).
 What happens to the batches is up to `Uncommitted` (consumer/group/uncommitted.py).
 """
 
@@ -31,7 +31,7 @@ from consumer.group import kafka
 from consumer.group.uncommitted import Keys, Uncommitted
 
 log = logging.getLogger(__name__)
-R = TypeVar("R", bound="Rebalance")
+R = TypeVar("R")
 Callback = Callable[[R, Consumer, list[TopicPartition]], None]
 
 
@@ -53,8 +53,8 @@ def _caught(callback: Callback[R]) -> Callback[R]:
 
 
 class Rebalance:
-    """Registered when subscribing; `owner` is set once the member can write (start-up, in
-    consumer/group/startup.py, joins the group before that)."""
+    """One topic's callbacks, called by the member for that topic's partitions
+    (consumer/group/member.py); `owner` is set once the topic joins the member."""
 
     def __init__(self) -> None:
         self.owner: Uncommitted | None = None
@@ -69,11 +69,15 @@ class Rebalance:
     @_caught
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.joined = True
-        if self.owner is None or self.closing:  # closed before any read, or closing now
-            return
         if not partitions:
             # Another member's rebalance hands this one nothing new. Asking for the committed
             # offsets of no partition waits out the timeout when it comes during close().
+            return
+        if self.owner is None or self.closing:  # closed before any read, or closing now
+            # Assigned as they are, read by nobody: the member's other topics may have
+            # assigned theirs in this callback, so librdkafka would not assign these.
+            consumer.incremental_assign(partitions)
+            consumer.pause(partitions)
             return
         committed = self._started(consumer, kafka.committed(consumer, partitions))
         consumer.incremental_assign(self.owner.assign(committed))

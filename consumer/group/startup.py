@@ -1,19 +1,17 @@
-"""Start-up: join the group, and set up the table and the dead-letter topic meanwhile.
+"""Start-up: a topic's table and dead-letter topic set up before it joins the member, and the
+member's consumer, made for the group and closed only once its join has finished.
 
-The group is joined first: librdkafka's threads do the join while this thread loads the
-registry and ClickHouse clients, creates or checks the table and the dead-letter topic, so
-start-up costs the longer of the two, not their sum. If those services make it wait (not
-reachable yet, or the producer has not registered the topic's schemas yet), it leaves the
-group meanwhile, so that no partition sits with a member that cannot write it, waits with
-services.retry's back-off, and joins again once they answer. It leaves only once its join
-has finished (`leave`), since a member closed in the middle of one stays in the group.
+A topic waits for its services (not reachable yet, or the producer has not registered the
+topic's schemas yet) outside the group, with services.retry's back-off, so that no
+partition sits with a member that cannot write it. The member leaves only once its join has
+finished (`leave`), since a member closed in the middle of one stays in the group.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from threading import Event
 
 from confluent_kafka import Consumer
@@ -21,13 +19,13 @@ from confluent_kafka import Consumer
 from consumer.group.batch import TopicPartitionKey
 from consumer.group.dlq import DeadLetters
 from consumer.group.kafka import (
+    ASSUMED_PARTITIONS,
     DEAD_LETTER_HEADROOM,
     consumer_config,
     ensure_topic,
-    partition_count,
+    partition_counts,
     prefetch_kbytes,
 )
-from consumer.group.rebalance import Rebalance
 from consumer.group.registry import Schemas
 from consumer.group.writer import BatchWriter
 from consumer.settings import ConsumerSettings
@@ -43,40 +41,6 @@ TIMEOUT_S = 30
 JOIN_WAIT_S = 10
 
 
-@dataclass(frozen=True)
-class Started:
-    consumer: Consumer  # subscribed
-    writer: BatchWriter
-    partitions: frozenset[TopicPartitionKey]  # all of the topic's, when asked for
-
-
-def start(
-    settings: ConsumerSettings,
-    rebalance: Rebalance,
-    stop: Event,
-    list_partitions: bool = False,
-    dead_letters: DeadLetters | None = None,
-) -> Started | None:
-    """A subscribed consumer and the writer of its table, which dead-letters through
-    `dead_letters` (the process's), else a producer of its own; None if stopped while
-    waiting."""
-    consumer = subscribe(settings, rebalance)
-    dead_letters = dead_letters or dead_letters_for(settings)
-    try:
-        writer = _writer(settings, dead_letters)
-    except TransientError as exc:
-        leave(consumer, rebalance, stop)  # no partition waits with a member that cannot write
-        found = _wait_for_writer(settings, dead_letters, exc, stop)
-        if found is None:
-            return None
-        writer, consumer = found, subscribe(settings, rebalance)
-    except BaseException:
-        leave(consumer, rebalance, stop)
-        raise
-    partitions = _partitions(consumer, settings.consumer.topic) if list_partitions else frozenset()
-    return Started(consumer, writer, partitions)
-
-
 def dead_letters_for(settings: ConsumerSettings) -> DeadLetters:
     """A dead-letter producer for the settings' Kafka, taking the largest message plus its
     headers."""
@@ -84,40 +48,50 @@ def dead_letters_for(settings: ConsumerSettings) -> DeadLetters:
     return DeadLetters(settings.kafka.client_config(), largest)
 
 
-def subscribe(settings: ConsumerSettings, rebalance: Rebalance) -> Consumer:
-    """A member subscribed to the settings' topic, holding at most the topic's share of the
-    process's prefetch memory (split among the partitions the topic has now)."""
-    kafka, c = settings.kafka.client_config(), settings.consumer
-    prefetch = prefetch_kbytes(c.prefetch_mb, partition_count(kafka, c.topic))
-    config = consumer_config(kafka, c.group, settings.kafka.max_message_bytes, prefetch)
-    consumer = build(Consumer, config)
-    consumer.subscribe(
-        [c.topic],
-        on_assign=rebalance.on_assign,
-        on_revoke=rebalance.on_revoke,
-        on_lost=rebalance.on_lost,
+def prefetch_of(each: Sequence[ConsumerSettings]) -> int:
+    """queued.max.messages.kbytes of a member reading the topics of `each`: their shares of
+    the prefetch memory, split among the partitions they have now."""
+    kafka = each[0].kafka.client_config()
+    share = sum(s.consumer.prefetch_mb for s in each)
+    counts = partition_counts(kafka, [s.consumer.topic for s in each])
+    if len(counts) == 1:
+        return prefetch_kbytes(share, counts[0])
+    return prefetch_kbytes(share, sum(n or ASSUMED_PARTITIONS for n in counts))
+
+
+def member_consumer(settings: ConsumerSettings, prefetch_kb: int) -> Consumer:
+    """The group member's consumer (not subscribed yet)."""
+    config = consumer_config(
+        settings.kafka.client_config(),
+        settings.consumer.group,
+        settings.kafka.max_message_bytes,
+        prefetch_kb,
     )
-    return consumer
+    return build(Consumer, config)
 
 
-def leave(consumer: Consumer, rebalance: Rebalance, stop: Event) -> None:
-    """Close a member that has not started reading, so that it leaves the group at once.
+def leave(consumer: Consumer, joined: Callable[[], bool], stop: Event) -> None:
+    """Close a member, so that it leaves the group at once.
 
     Closed while its JoinGroup is still in flight, a member is added by the broker after its
     LeaveGroup was sent (or none could be), and keeps its place, and any partition handed to
     it, until its session times out (45 s by default). So the join is let finish first
     (poll serves it; nothing read is kept or committed), for at most JOIN_WAIT_S."""
     deadline = time.monotonic() + JOIN_WAIT_S
-    while not rebalance.joined and not stop.is_set() and time.monotonic() < deadline:
+    while not joined() and not stop.is_set() and time.monotonic() < deadline:
         consumer.poll(0.1)
     consumer.close()
 
 
-def _wait_for_writer(
-    settings: ConsumerSettings, dead_letters: DeadLetters, cause: TransientError, stop: Event
+def open_writer(
+    settings: ConsumerSettings, dead_letters: DeadLetters, stop: Event
 ) -> BatchWriter | None:
-    """The writer, once the services answer (services.retry's back-off); None if stopped."""
-    log.warning("waiting for services", extra={"error": str(cause)[:300]})
+    """The topic's writer, once its services answer (services.retry's back-off); None if
+    stopped while waiting."""
+    try:
+        return _writer(settings, dead_letters)
+    except TransientError as exc:
+        log.warning("waiting for services", extra={"error": str(exc)[:300]})
     wait = retrying("services", max_backoff_s=settings.consumer.max_backoff_seconds, stop=stop)
     try:
         return wait(_writer, settings, dead_letters)
@@ -135,6 +109,7 @@ def _writer(settings: ConsumerSettings, dead_letters: DeadLetters) -> BatchWrite
     return writer
 
 
-def _partitions(consumer: Consumer, topic: str) -> frozenset[TopicPartitionKey]:
+def partitions_of(consumer: Consumer, topic: str) -> frozenset[TopicPartitionKey]:
+    """All of the topic's partitions now (--until-caught-up waits for each)."""
     found = consumer.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
     return frozenset((topic, p) for p in found)

@@ -93,12 +93,24 @@ class Uncommitted:
         owned = self.assigned
         return bool(owned) and not self.queue.pending and owned | partitions <= self._ended
 
-    def poll(self) -> Outcome:
-        """Settle the write in flight if it is done, start the next, send the owed commits;
-        after a transient failure, where to read again from."""
+    @property
+    def settled(self) -> bool:
+        """Nothing buffered, queued, in flight or owed, and no failure to rewind from."""
+        q = self.queue
+        return self._failure is None and not (self.batcher.holding or q.busy or q.positions.owing)
+
+    @property
+    def full(self) -> bool:
+        """More closed batches wait for ClickHouse than may (consumer/group/commit.py)."""
+        return self.queue.full
+
+    def poll(self, wait: bool = True) -> Outcome:
+        """Settle the write in flight if it is done, start the next, send the owed commits
+        (waiting for the write while `full`, if `wait`); after a transient failure, where to
+        read again from."""
         if self._failure is None:
             try:
-                return Outcome(written=self.queue.advance())
+                return Outcome(written=self.queue.advance(wait))
             except TransientError as exc:
                 self._fail(exc)
         return self._rewind()

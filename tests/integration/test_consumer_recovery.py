@@ -10,6 +10,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,7 @@ import pytest
 from consumer.group import offsets
 from consumer.group.loop import Pipeline
 from consumer.group.metrics import RETRIES, ROWS
-from consumer.group.rebalance import Rebalance
-from consumer.group.startup import leave, subscribe
+from consumer.group.startup import leave, member_consumer
 from services.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
@@ -269,17 +269,18 @@ def test_consumer_started_before_its_producer_waits_outside_the_group_then_consu
 def test_a_member_leaving_during_its_join_is_not_left_in_the_group(
     endpoints: Endpoints, topic_factory: Any, kafka_admin: Any, ch_database: str
 ) -> None:
-    """Start-up leaves when the services make it wait, at whatever point of its join that
-    happens: closed while its JoinGroup was in flight, a member used to stay in the group
-    until its session timed out (45 s), holding partitions it could not write."""
+    """The member closes only once its join has finished, at whatever point of its join the
+    close comes: closed while its JoinGroup was in flight, a member used to stay in the
+    group until its session timed out (45 s), holding partitions nobody read."""
     topic = topic_factory(partitions=2)
     groups = []
     for step in range(40):  # left 0 to 195 ms after subscribing: across the join
-        rebalance = Rebalance()
+        joined: list[bool] = []
         group = f"{topic}-group-{step}"
-        member = subscribe(settings(endpoints, topic, ch_database, group=group), rebalance)
+        member = member_consumer(settings(endpoints, topic, ch_database, group=group), 1024)
+        member.subscribe([topic], on_assign=lambda *_, joined=joined: joined.append(True))
         time.sleep(step * 0.005)
-        leave(member, rebalance, threading.Event())
+        leave(member, partial(bool, joined), threading.Event())
         groups.append(group)
     time.sleep(1)  # a member added after its close shows up by now
 

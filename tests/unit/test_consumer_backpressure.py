@@ -26,7 +26,7 @@ def consumer() -> Iterator[Consumer]:
 def test_delays_follow_the_retry_schedule_up_to_the_ceiling_and_restart_after_a_write(
     consumer: Consumer,
 ) -> None:
-    backpressure = Backpressure(consumer, max_backoff_s=3, metrics=Metrics())
+    backpressure = Backpressure(consumer, "t", max_backoff_s=3, metrics=Metrics())
 
     delays = [backpressure.back_off(DOWN, []) for _ in range(5)]
     backpressure.recovered()
@@ -36,7 +36,7 @@ def test_delays_follow_the_retry_schedule_up_to_the_ceiling_and_restart_after_a_
 
 
 def test_partitions_wait_out_the_delay_then_resume(consumer: Consumer) -> None:
-    backpressure = Backpressure(consumer, max_backoff_s=0.2, metrics=Metrics())
+    backpressure = Backpressure(consumer, "t", max_backoff_s=0.2, metrics=Metrics())
     assert not backpressure.waiting()
 
     delay = backpressure.back_off(DOWN, [])
@@ -51,7 +51,7 @@ def test_each_back_off_is_counted_and_logged_with_its_cause(
     consumer: Consumer, caplog: pytest.LogCaptureFixture
 ) -> None:
     metrics = Metrics()
-    backpressure = Backpressure(consumer, max_backoff_s=30, metrics=metrics)
+    backpressure = Backpressure(consumer, "t", max_backoff_s=30, metrics=metrics)
 
     with caplog.at_level(logging.WARNING):
         backpressure.back_off(DOWN, [])
@@ -61,3 +61,20 @@ def test_each_back_off_is_counted_and_logged_with_its_cause(
     [first, _] = [r for r in caplog.records if r.getMessage() == "transient error, retrying"]
     assert first.__dict__["retry_in_s"] == 0.5
     assert "ClickHouse is unavailable" in first.__dict__["error"]
+
+
+def test_a_topic_held_while_its_writes_catch_up_resumes_only_once_no_back_off_waits(
+    consumer: Consumer,
+) -> None:
+    backpressure = Backpressure(consumer, "t", max_backoff_s=0.2, metrics=Metrics())
+    assert backpressure.still
+
+    backpressure.hold(True)  # more batches wait for ClickHouse than may
+    assert not backpressure.still
+    delay = backpressure.back_off(DOWN, [])
+    backpressure.hold(False)  # the failure dropped them: fits again, but backs off first
+    assert not backpressure.still and backpressure.waiting()
+
+    time.sleep(delay)
+    assert not backpressure.waiting()
+    assert backpressure.still

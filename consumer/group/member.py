@@ -1,0 +1,211 @@
+"""The process's one member of the consumer group: one consumer subscribed to every topic
+the process reads, polled on one thread, which hands each topic's messages, partition
+events and rebalances to that topic's `Pipeline` (consumer/group/loop.py).
+
+A topic joins once its table can be written, and leaves when it stops, is caught up or
+fails. Joining or leaving changes the subscription, and cooperative-sticky assignment
+(consumer/group/kafka.py) moves only that topic's partitions. A topic leaves in this order:
+
+1. it drains (or, on an error, abandons) what it read, so nothing more of it is written;
+2. it is taken out of the subscription; its partitions are revoked at a later poll, where
+   nobody is called for them, and what was fetched of them meanwhile is dropped unread
+   (uncommitted, so read again by their next owner);
+3. the same topic joins again (after a rebuild) only once none of its partitions is still
+   assigned here, so it starts at the group's committed offsets.
+
+Only this thread calls the consumer, apart from the commits of topics draining together.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from itertools import groupby
+from typing import TYPE_CHECKING, cast
+
+from confluent_kafka import Consumer, Message
+
+from consumer.group.errors import KafkaFatalError
+from consumer.group.routes import Routes
+from consumer.group.startup import leave, member_consumer
+from consumer.settings import ConsumerSettings
+from services.kafka_errors import describe
+
+if TYPE_CHECKING:
+    from consumer.group.loop import Pipeline
+
+log = logging.getLogger(__name__)
+FETCH = 10_000  # messages per consume() call
+# consume() waits this long for FETCH messages, so a trickle is still batched promptly;
+# shorter while a write is under way, so that the next one starts soon after it.
+POLL_S = 0.1
+BUSY_POLL_S = 0.005
+DRAINING_AT_ONCE = 8  # topics leaving together drain side by side
+_TOPIC = cast(Callable[[Message], str], Message.topic)
+
+
+def by_topic(items: list[Message]) -> dict[str, list[Message]]:
+    """Messages (or events) by topic, each topic's in the order read: runs found in C."""
+    found: dict[str, list[Message]] = {}
+    for topic, run in groupby(items, key=_TOPIC):
+        found.setdefault(topic, []).extend(run)
+    return found
+
+
+class Member:
+    """Made by the process (consumer/process.py) for all its topics, or by a `Pipeline` run
+    alone, for its one topic (`alone`: it ends when its topic leaves)."""
+
+    def __init__(self, settings: ConsumerSettings, prefetch_kb: int, *, alone: bool = False):
+        self.settings, self.prefetch_kb, self.alone = settings, prefetch_kb, alone
+        self.consumer: Consumer | None = None
+        self.topics: dict[str, Pipeline] = {}  # subscribed
+        self._routes = Routes(self.topics)
+        self._arriving: list[Pipeline] = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._dead: BaseException | None = None
+
+    def add(self, pipeline: Pipeline) -> None:
+        """A topic ready to be read (its writer made); joins at the loop's next step."""
+        with self._lock:
+            dead = self._dead
+            if dead is None:
+                self._arriving.append(pipeline)
+        if dead is not None:
+            pipeline.abandon(dead)
+
+    def close(self) -> None:
+        """No topic comes any more: the loop ends once the last one has left."""
+        self._closed.set()
+
+    def run(self) -> None:
+        """The loop, until closed (or, alone, its topic has left). An error of the member
+        itself (a fatal Kafka error) stops every topic with it."""
+        try:
+            while not self._over():
+                self._step()
+        except BaseException as exc:  # noqa: BLE001 - each topic's run raises it
+            with self._lock:
+                self._dead, every = exc, [*self.topics.values(), *self._arriving]
+                self.topics.clear()
+                self._arriving = []
+            for pipeline in every:
+                pipeline.abandon(exc)
+        finally:
+            if self.consumer is not None:
+                leave(self.consumer, self._routes.joined.is_set, threading.Event())
+
+    def _over(self) -> bool:
+        with self._lock:
+            empty = not self.topics and not self._arriving
+        return empty and (self.alone or self._closed.is_set())
+
+    def _step(self) -> None:
+        self._admit()
+        if not self.topics:
+            if self.consumer is not None:
+                self.consumer.poll(POLL_S)  # serves revocations; a message is dropped
+            else:
+                time.sleep(POLL_S)
+            return
+        consumer = self.consumer
+        assert consumer is not None  # noqa: S101 - made when the first topic joined
+        busy = any(p.busy for p in self.topics.values())
+        messages = consumer.consume(FETCH, timeout=BUSY_POLL_S if busy else POLL_S)
+        events: list[Message] = []
+        if any(map(Message.error, messages)):
+            events = [m for m in messages if m.error() is not None]
+            messages = [m for m in messages if m.error() is None]
+        for topic, chunk in by_topic(messages).items():
+            self._each(topic, partial(_submit, chunk))
+        for event in events:
+            self._event(event)
+        shared = len(self.topics) > 1
+        for pipeline in list(self.topics.values()):
+            self._each(pipeline.topic, partial(_after, shared))
+        self._leave([p for p in self.topics.values() if p.finishing])
+
+    def _each(self, topic: str, call: Callable[[Pipeline], None]) -> None:
+        """`call` on the topic's pipeline; an error stops that topic alone."""
+        pipeline = self.topics.get(topic)
+        if pipeline is None:
+            return  # left already: read again by the partition's next owner
+        try:
+            call(pipeline)
+        except Exception as exc:  # noqa: BLE001 - the topic's run raises it
+            pipeline.fail(exc)
+
+    def _event(self, event: Message) -> None:
+        error = event.error()
+        if error is not None and error.fatal():
+            raise KafkaFatalError(describe(error))
+        topic = event.topic()
+        if topic:
+            self._each(topic, lambda p: p.event(event))
+        elif error is not None:
+            log.warning("kafka error", extra={"error": str(error)})
+
+    def _admit(self) -> None:
+        """Topics added join, unless a partition of theirs is still assigned here."""
+        with self._lock:
+            arriving, self._arriving = self._arriving, []
+        if not arriving:
+            return
+        held = {tp.topic for tp in self.consumer.assignment()} if self.consumer else set()
+        ready = [p for p in arriving if p.topic not in held]
+        with self._lock:
+            self._arriving[:0] = [p for p in arriving if p.topic in held]
+        if not ready:
+            return
+        if self.consumer is None:
+            self.consumer = member_consumer(self.settings, self.prefetch_kb)
+        for pipeline in ready:
+            try:
+                pipeline.attach(self.consumer)
+            except Exception as exc:  # noqa: BLE001 - the topic's run raises it
+                pipeline.abandon(exc)
+            else:
+                self.topics[pipeline.topic] = pipeline
+        self._subscribe()
+
+    def _leave(self, leaving: list[Pipeline]) -> None:
+        """The numbered steps of the module's docstring, for topics leaving together."""
+        if not leaving:
+            return
+        for pipeline in leaving:
+            pipeline.rebalance.closing = True
+        if len(leaving) == 1:  # 1.
+            leaving[0].finish()
+        else:
+            with ThreadPoolExecutor(min(DRAINING_AT_ONCE, len(leaving))) as pool:
+                list(pool.map(lambda p: p.finish(), leaving))
+        for pipeline in leaving:  # 2.
+            del self.topics[pipeline.topic]
+        self._subscribe()
+        for pipeline in leaving:
+            pipeline.close()
+
+    def _subscribe(self) -> None:
+        assert self.consumer is not None  # noqa: S101 - a topic joined before
+        if not self.topics:
+            self.consumer.unsubscribe()
+            return
+        self.consumer.subscribe(
+            sorted(self.topics),
+            on_assign=self._routes.on_assign,
+            on_revoke=self._routes.on_revoke,
+            on_lost=self._routes.on_lost,
+        )
+
+
+def _after(shared: bool, pipeline: Pipeline) -> None:
+    pipeline.after(shared)
+
+
+def _submit(messages: list[Message], pipeline: Pipeline) -> None:
+    pipeline.submit(messages)
