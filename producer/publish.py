@@ -36,13 +36,15 @@ class Transactions:
         kafka_config: KafkaConfig,
         transactional_id: str,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        tables: int = 1,
     ) -> None:
+        """tables: how many tables hand chunks (each one at a time)."""
         self.kafka_config = kafka_config
         self.owner = transactional_id  # what the progress records name
         self.committed: dict[str, Position] = {}  # topic: the last progress record committed
         self.ids = [transactional_id, transactional_id + BACKLOG]
-        self.head = Transactor(kafka_config, self.ids[0], max_message_bytes)
-        self.backlog = Transactor(kafka_config, self.ids[1], max_message_bytes)
+        self.head = Transactor(kafka_config, self.ids[0], max_message_bytes, tables)
+        self.backlog = Transactor(kafka_config, self.ids[1], max_message_bytes, tables)
 
     def start(self) -> None:
         """Fence older producers of both ids (once; later calls return at once)."""

@@ -48,7 +48,8 @@ def run(
         kafka_config = settings.kafka.client_config()
         resyncs = Resyncs(kafka_config, stop)
         limit = settings.kafka.max_message_bytes
-        transactions = Transactions(kafka_config, settings.transactional_id(), limit)
+        tables = len(settings.tables) or 1
+        transactions = Transactions(kafka_config, settings.transactional_id(), limit, tables)
         if not settings.tables:
             steps = Waterfall(settings.source.topic_name)
             steps.log("python", since_start_s())  # interpreter, imports, settings

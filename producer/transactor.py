@@ -4,7 +4,7 @@ chunk with its own progress record:
 
 1. a table hands its chunk (its messages' batches and its progress record) and waits;
 2. the transactor's thread gathers chunks until none comes for QUIET_S (GATHER_S at most),
-   begins a transaction, queues each chunk's messages then every chunk's progress record,
+   or every table has handed one (one table: at once), begins a transaction, queues each chunk's messages then every chunk's progress record,
    and commits;
 3. a chunk Kafka refuses (a change too large, a topic the broker refuses) is taken out: the
    transaction is aborted and run again at once without it, and its table gets the refusal;
@@ -40,10 +40,6 @@ QUIET_S = 0.02  # ... and the longest it waits for the next one
 PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 
 
-def _never() -> bool:
-    return False
-
-
 class Transactor:
     """One transactional.id's producer, and the thread that runs its transactions."""
 
@@ -52,8 +48,12 @@ class Transactor:
         kafka_config: KafkaConfig,
         transactional_id: str,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        tables: int = 1,
     ) -> None:
+        """tables: how many tables hand chunks; each waits for its chunk's commit before it
+        hands the next, so once every one has handed, no more can come."""
         self.transactional_id = transactional_id
+        self.tables = tables
         self.bootstrap = str(kafka_config.get("bootstrap.servers", "?"))
         self._refused: dict[str, Message] = {}  # topic: the first message the broker refused
         config = producer_config(kafka_config, transactional_id, max_message_bytes)
@@ -116,16 +116,21 @@ class Transactor:
             self._commit(chunks)
 
     def _take(self) -> list[Chunk]:
-        """1. The chunks handed, once none came for QUIET_S (GATHER_S at most)."""
+        """1. The chunks handed, once none came for QUIET_S (GATHER_S at most), or once
+        every table has handed one."""
         with self._changed:
             self._changed.wait_for(lambda: bool(self._handed) or self._closed)
             if not self._handed:
                 self._thread = None
                 return []
-            gather(self._changed, self._handed.__len__, _never, QUIET_S, GATHER_S)
+            gather(self._changed, self._handed.__len__, self._all_handed, QUIET_S, GATHER_S)
             taken = list(self._handed)
             self._handed.clear()
         return taken
+
+    def _all_handed(self) -> bool:
+        """Every table has handed a chunk (one table: the first does): none can come."""
+        return len(self._handed) >= self.tables
 
     def _commit(self, chunks: list[Chunk]) -> None:
         """2. and 3.: one transaction, run again without the chunks Kafka refused."""
