@@ -25,18 +25,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import groupby
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from confluent_kafka import Consumer, Message
 
 from consumer.group.errors import KafkaFatalError
 from consumer.group.routes import Routes
 from consumer.group.startup import leave, member_consumer
+from consumer.group.topic import Topic
 from consumer.settings import ConsumerSettings
 from services.kafka_errors import describe
-
-if TYPE_CHECKING:
-    from consumer.group.loop import Pipeline
 
 log = logging.getLogger(__name__)
 FETCH = 10_000  # messages per consume() call
@@ -63,14 +61,14 @@ class Member:
     def __init__(self, settings: ConsumerSettings, prefetch_kb: int, *, alone: bool = False):
         self.settings, self.prefetch_kb, self.alone = settings, prefetch_kb, alone
         self.consumer: Consumer | None = None
-        self.topics: dict[str, Pipeline] = {}  # subscribed
+        self.topics: dict[str, Topic] = {}  # subscribed
         self._routes = Routes(self.topics)
-        self._arriving: list[Pipeline] = []
+        self._arriving: list[Topic] = []
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._dead: BaseException | None = None
 
-    def add(self, pipeline: Pipeline) -> None:
+    def add(self, pipeline: Topic) -> None:
         """A topic ready to be read (its writer made); joins at the loop's next step."""
         with self._lock:
             dead = self._dead
@@ -130,7 +128,7 @@ class Member:
             self._each(pipeline.topic, partial(_after, shared))
         self._leave([p for p in self.topics.values() if p.finishing])
 
-    def _each(self, topic: str, call: Callable[[Pipeline], None]) -> None:
+    def _each(self, topic: str, call: Callable[[Topic], None]) -> None:
         """`call` on the topic's pipeline; an error stops that topic alone."""
         pipeline = self.topics.get(topic)
         if pipeline is None:
@@ -173,7 +171,7 @@ class Member:
                 self.topics[pipeline.topic] = pipeline
         self._subscribe()
 
-    def _leave(self, leaving: list[Pipeline]) -> None:
+    def _leave(self, leaving: list[Topic]) -> None:
         """The numbered steps of the module's docstring, for topics leaving together."""
         if not leaving:
             return
@@ -203,9 +201,9 @@ class Member:
         )
 
 
-def _after(shared: bool, pipeline: Pipeline) -> None:
+def _after(shared: bool, pipeline: Topic) -> None:
     pipeline.after(shared)
 
 
-def _submit(messages: list[Message], pipeline: Pipeline) -> None:
+def _submit(messages: list[Message], pipeline: Topic) -> None:
     pipeline.submit(messages)

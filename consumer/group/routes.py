@@ -10,14 +10,11 @@ nobody, until the next rebalance takes them away.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from consumer.group.rebalance import _caught
-
-if TYPE_CHECKING:
-    from consumer.group.loop import Pipeline
+from consumer.group.topic import Topic
 
 
 def partitions_by_topic(partitions: list[TopicPartition]) -> dict[str, list[TopicPartition]]:
@@ -32,7 +29,7 @@ class Routes:
     """The callbacks of a member whose subscribed topics are `topics` (the member's own
     dict, changed only on the member's thread, where the callbacks run too)."""
 
-    def __init__(self, topics: dict[str, Pipeline]) -> None:
+    def __init__(self, topics: dict[str, Topic]) -> None:
         self._topics = topics
         self.joined = threading.Event()  # the group handed the member its assignment
 
