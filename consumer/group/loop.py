@@ -164,8 +164,8 @@ class Pipeline:
                 backpressure.back_off(outcome.failed, outcome.rewind)
             elif outcome.written:
                 backpressure.recovered()
-        if shared:
-            backpressure.hold(owner.full)
+        # Resumed too once the member reads this topic alone again.
+        backpressure.hold(shared and owner.full)
         self.metrics.buffered(owner.buffered_rows())
         self._caught_up = self.until_caught_up and owner.caught_up(self._partitions)
 
