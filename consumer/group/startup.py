@@ -54,8 +54,6 @@ def prefetch_of(each: Sequence[ConsumerSettings]) -> int:
     kafka = each[0].kafka.client_config()
     share = sum(s.consumer.prefetch_mb for s in each)
     counts = partition_counts(kafka, [s.consumer.topic for s in each])
-    if len(counts) == 1:
-        return prefetch_kbytes(share, counts[0])
     return prefetch_kbytes(share, sum(n or ASSUMED_PARTITIONS for n in counts))
 
 
