@@ -5,6 +5,8 @@ ARG BASE=python:3.11-slim-bookworm
 
 # --- build: the virtualenv and the Spark jars (Delta, spark-avro, S3, Azure) --------------
 FROM ${BASE} AS build
+# stack/docker/images.sh removes the images of this label that a rebuild leaves untagged.
+LABEL io.cdfbridge.image=build
 # PEM text of extra CAs to trust while building, for a TLS-intercepting proxy: only this
 # stage sees it, and the image keeps nothing of it.
 ARG EXTRA_CA_CERT=""
@@ -34,6 +36,7 @@ RUN pip install --no-deps . && rm -rf /src/build
 
 # --- runtime: a JRE for Spark, the venv and the jars, run as a user of its own ----------
 FROM ${BASE} AS runtime
+LABEL io.cdfbridge.image=runtime
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/* \

@@ -6,7 +6,7 @@
 # 3. cdfbridge:local, the project's Dockerfile on that base;
 # 4. cdfbridge/stack-services:local, Kafka, the registry and ClickHouse from the same
 #    registry packages as the local stack (stack/docker/services.Dockerfile).
-# Docker's layer cache makes a second run fast. EXTRA_CA_CERT (PEM text) is trusted while
+# Docker's layer cache makes a second run fast; the images a rebuild replaces are removed. EXTRA_CA_CERT (PEM text) is trusted while
 # building, for a TLS-intercepting proxy; by default, the CAs this machine added itself.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,4 +39,7 @@ build -t cdfbridge/stack-services:local --build-arg CDFBRIDGE_IMAGE=cdfbridge:lo
   --build-arg BASE=cdfbridge/python:3.11-local \
   -f stack/docker/services.Dockerfile .
 rm -f "$log"
+# A rebuild leaves the images it replaced (and its build stages) untagged: about 5 GB a code
+# change. Remove ours, and only ours, so that repeated builds do not fill the disk.
+docker image prune -f --filter label=io.cdfbridge.image >/dev/null
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^cdfbridge' || true

