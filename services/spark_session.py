@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.errors import ConfigError
 from services.class_archive import archive_of, usable, with_archive
 from services.settings import Section
 
@@ -143,10 +144,32 @@ def session_for(settings: SparkSection, storage: StorageSettings, app_name: str)
     archive = archive_of(jars) if jars and settings.class_sharing else None
     if jars and archive and usable(archive, jars):
         conf = with_archive(conf, archive)
-    return start_with_retries(
+    session = start_with_retries(
         settings.master,
         lambda: build_spark_session(app_name, settings.master, conf, jars),
         settings.start_attempts,
+    )
+    _require_delta(session, settings.jars_dir)
+    return session
+
+
+def _require_delta(session: SparkSession, jars_dir: Path) -> None:
+    """ConfigError naming the fixes when the session's driver cannot load Delta's classes:
+    without them every read fails later with py4j's "'JavaPackage' object is not callable"."""
+    from py4j.java_gateway import JavaClass
+
+    jvm: Any = session._jvm
+    if isinstance(jvm.io.delta.tables.DeltaTable, JavaClass):
+        return
+    session.stop()
+    where = "holds no jars" if jars_dir.is_dir() else "does not exist"
+    raise ConfigError(
+        f"Spark cannot load Delta Lake's classes: the jars directory {jars_dir} {where}, and "
+        "no jar [spark] conf names (spark.jars, spark.jars.packages) holds them. Run "
+        "`cdfbridge-stack fetch "
+        "spark`, or point CDFBRIDGE_STACK_HOME (or CDFBRIDGE_SPARK__JARS_DIR) at the stack "
+        "directory's jars, or set spark.jars.packages to io.delta:delta-spark_2.13 and "
+        "org.apache.spark:spark-avro_2.13 through --conf"
     )
 
 

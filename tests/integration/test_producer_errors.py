@@ -1,6 +1,8 @@
 """Bad input stops the producer with a message naming the problem and the fix."""
 
 import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -210,3 +212,30 @@ def test_unreachable_spark_master_is_retried_then_named_with_exit_code_3(
     message = capsys.readouterr().err
     assert f"Spark master {master} did not answer after 2 attempts" in message
     assert "fix --master" in message
+
+
+def test_a_spark_without_delta_jars_stops_with_exit_2_naming_the_fix(
+    endpoints: Endpoints, tmp_path: Any
+) -> None:
+    # A new process, so its driver is not the tests' session: started where no stack
+    # directory holds the jars, as a producer run from another directory would be.
+    env = {
+        **os.environ,
+        "CDFBRIDGE_SPARK__JARS_DIR": str(tmp_path / "no-jars"),
+        "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
+        "CDFBRIDGE_SCHEMA_REGISTRY__URL": endpoints.registry,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "producer", "--table", str(tmp_path / "t"), "--primary-key"]
+        + ["id", "--metrics-port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Spark cannot load Delta Lake's classes" in done.stderr
+    assert f"{tmp_path / 'no-jars'} does not exist" in done.stderr
+    assert "cdfbridge-stack fetch spark" in done.stderr
