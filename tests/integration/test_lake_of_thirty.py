@@ -1,0 +1,80 @@
+"""A lake of thirty tables through one producer process and one consumer process: every table
+ends equal to its Delta table, and the broker sees one consumer-group member and at most two
+transactional producers (the tables at their heads, and backlogs) where a client per table
+would be thirty."""
+
+import threading
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.group import offsets
+from consumer.process import Consumers
+from consumer.topics import resolve
+from producer.generate import Generator
+from producer.run import run
+from tests.conftest import unique
+from tests.endpoints import Endpoints
+from tests.integration.consumer_support import settings as consumer_settings
+from tests.integration.test_consumer_recovery import wait_for
+from tests.integration.test_many_tables import producer_settings
+from tests.kafka_tools import transactions
+from verify.check import verify
+from verify.settings import VerifySettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+TABLES = 30
+
+
+def test_thirty_tables_end_equal_through_one_member_and_at_most_two_producers(
+    spark: Any, endpoints: Endpoints, kafka_admin: Any, tmp_path: Path, ch_database: str
+) -> None:
+    lake = {}
+    for seed in range(TABLES):
+        path, generator = str(tmp_path / f"t{seed}"), Generator(str(tmp_path / f"t{seed}"), seed)
+        lake[unique(f"lake{seed}")] = (path, max(generator.commit(op, 20) for op in OPS))
+    before = transactions(endpoints.kafka)
+
+    entries = [
+        {"table": path, "primary_key": "id", "topic": topic, "until_version": last}
+        for topic, (path, last) in lake.items()
+    ]
+    run(producer_settings(endpoints, entries), spark=spark)
+    started = {tid: pid for tid, pid in transactions(endpoints.kafka).items() if tid not in before}
+
+    group, topics = unique("lake-group"), list(lake)
+    one = consumer_settings(endpoints, topics[0], ch_database, group=group)
+    section = one.consumer.model_copy(update={"topic": "", "topics": topics})
+    consumers = Consumers(resolve(one.model_copy(update={"consumer": section})))
+    running = threading.Thread(target=consumers.run)
+    running.start()
+    try:
+        wait_for(partial(_caught_up, endpoints, group, topics), "every topic read", 180)
+        described = kafka_admin.describe_consumer_groups([group])[group].result()
+    finally:
+        consumers.stop()
+        running.join(120)
+
+    assert not running.is_alive() and consumers.failures == []
+    members = {member.member_id for member in described.members}
+    assert len(started) <= 2 and len(set(started.values())) <= 2, started
+    assert len(members) == 1, members
+    for topic, (path, _) in lake.items():
+        report = verify(
+            VerifySettings(
+                kafka={"bootstrap_servers": endpoints.kafka},
+                clickhouse={"url": endpoints.clickhouse, "database": ch_database},
+                verify={"table": path, "topic": topic, "clickhouse_table": topic},
+            )
+        )
+        assert report.equal, report.render()
+
+
+OPS = ("insert", "update", "delete")
+
+
+def _caught_up(endpoints: Endpoints, group: str, topics: list[str]) -> bool:
+    config = {"bootstrap.servers": endpoints.kafka}
+    return all(p.caught_up for topic in topics for p in offsets.positions(config, group, topic))
