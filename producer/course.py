@@ -26,6 +26,7 @@ from producer.plan import Chunk, plan, rows_per_chunk
 Estimates = Mapping[int, int | None]  # change rows per version, None: the history does not say
 # The first chunk of a start holds up to this many changes, or its first version whole.
 FIRST_CHUNK_ROWS = 50_000
+SAMPLE_ROWS = 1_000  # changes encoded to learn their width before the first chunk
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,16 @@ class Course:
 
     def sample_version(self, span: Span, estimates: Estimates) -> int | None:
         """The first version of span known to hold changes, to learn the row width from
-        before planning; None when it is learned already or no version says it has changes
-        (a version without an estimate gets a chunk of its own, sized once counted)."""
+        before planning; None when it is learned already, when no version says it has
+        changes (a version without an estimate gets a chunk of its own, sized once counted),
+        or when every version's estimate says the span holds no more changes than a sample:
+        read whole, it takes no more memory than the sample would, and one Spark job fewer.
+        Such a read may share its cycle's job (producer/cycle.py) with others of unknown
+        width: those of the tables starting with it, as their samples shared the driver."""
         if self.width.known:
+            return None
+        counts = [estimates.get(v) for v in range(span.first, span.last + 1)]
+        if all(n is not None for n in counts) and sum(n or 0 for n in counts) <= SAMPLE_ROWS:
             return None
         return next((v for v in range(span.first, span.last + 1) if estimates.get(v)), None)
 

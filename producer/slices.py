@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from producer.course import SAMPLE_ROWS
 from producer.encode import (
     IS_DELETE,
     KEY,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 # An odd constant that spreads a version over the bits of a key hash (the golden ratio's).
 _MIX = np.int64(-7046029254386353131)
-SAMPLE_ROWS = 1_000  # changes encoded to learn their width before the first chunk
 
 
 @dataclass(frozen=True)

@@ -175,3 +175,12 @@ def test_following_to_until_version_ends_without_waiting() -> None:
 
 def chunks_of(c: Course, span: Span) -> Iterator[Chunk]:
     return c.chunks(span, {v: 10 for v in range(span.first, span.last + 1)})
+
+
+def test_a_span_no_larger_than_a_sample_is_read_whole_without_one() -> None:
+    c = course()
+    span = Span(0, 3, head=3)
+
+    assert c.sample_version(span, {0: 400, 1: 0, 2: 300, 3: 300}) is None  # 1,000 changes
+    assert c.sample_version(span, {0: 400, 1: 0, 2: 300, 3: 301}) == 0
+    assert c.sample_version(span, {0: 10, 1: None, 2: 3, 3: 1}) == 0  # 1 may hold any number
