@@ -153,24 +153,32 @@ def session_for(settings: SparkSection, storage: StorageSettings, app_name: str)
     return session
 
 
+class DeltaClassesMissingError(ConfigError):
+    """The session's driver cannot load Delta's classes: no jars where jars_dir points, and
+    none that [spark] conf names."""
+
+    def __init__(self, jars_dir: Path) -> None:
+        self.jars_dir = jars_dir
+        where = "holds no jars" if jars_dir.is_dir() else "does not exist"
+        self.why = f"the jars directory {jars_dir} {where}"
+        super().__init__(
+            f"Spark cannot load Delta Lake's classes: {self.why}, and no jar [spark] conf "
+            "names (spark.jars, spark.jars.packages) holds them. Run `cdfbridge-stack fetch "
+            "spark`, or point CDFBRIDGE_STACK_HOME (or CDFBRIDGE_SPARK__JARS_DIR) at the "
+            "stack directory's jars, or set spark.jars.packages to io.delta:delta-spark_2.13 "
+            "and org.apache.spark:spark-avro_2.13 through --conf"
+        )
+
+
 def _require_delta(session: SparkSession, jars_dir: Path) -> None:
-    """ConfigError naming the fixes when the session's driver cannot load Delta's classes:
+    """DeltaClassesMissingError when the session's driver cannot load Delta's classes:
     without them every read fails later with py4j's "'JavaPackage' object is not callable"."""
     from py4j.java_gateway import JavaClass
 
     jvm: Any = session._jvm
-    if isinstance(jvm.io.delta.tables.DeltaTable, JavaClass):
-        return
-    session.stop()
-    where = "holds no jars" if jars_dir.is_dir() else "does not exist"
-    raise ConfigError(
-        f"Spark cannot load Delta Lake's classes: the jars directory {jars_dir} {where}, and "
-        "no jar [spark] conf names (spark.jars, spark.jars.packages) holds them. Run "
-        "`cdfbridge-stack fetch "
-        "spark`, or point CDFBRIDGE_STACK_HOME (or CDFBRIDGE_SPARK__JARS_DIR) at the stack "
-        "directory's jars, or set spark.jars.packages to io.delta:delta-spark_2.13 and "
-        "org.apache.spark:spark-avro_2.13 through --conf"
-    )
+    if not isinstance(jvm.io.delta.tables.DeltaTable, JavaClass):
+        session.stop()
+        raise DeltaClassesMissingError(jars_dir)
 
 
 def column(name: str) -> Column:

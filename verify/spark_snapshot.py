@@ -30,10 +30,13 @@ MISSING_CLASSES = {
 
 def open_with_spark(settings: VerifySettings, version: int) -> Snapshot:
     """The table at `version`, as Spark with Delta reads it."""
-    from services.spark_session import column, session_for
+    from services.spark_session import DeltaClassesMissingError, column, session_for
 
     uri = settings.verify.table
-    spark = session_for(settings.spark, settings.storage, app_name="cdfbridge-verify")
+    try:
+        spark = session_for(settings.spark, settings.storage, app_name="cdfbridge-verify")
+    except DeltaClassesMissingError as exc:
+        raise SparkClassesMissingError(uri, exc.why) from exc
     endpoint = settings.storage.endpoint
     with _translated(uri, version, endpoint):
         frame = spark.read.format("delta").option("versionAsOf", version).load(uri)

@@ -3,6 +3,9 @@ target it names the lost, extra and wrong keys with the differing values."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -190,3 +193,30 @@ def test_latest_compares_at_the_tables_last_version_not_the_last_published_one(
 
     assert (published.version, published.equal) == (3, True), published.render()
     assert (latest.version, latest.equal) == (4, False), latest.render()
+
+
+def test_the_spark_reader_without_delta_jars_exits_2_naming_the_fixes(
+    people: VerifySettings, ch_database: str, tmp_path: Any
+) -> None:
+    # A new process: its Spark driver is not the tests' session, which has the jars.
+    env = {
+        **os.environ,
+        "CDFBRIDGE_SPARK__JARS_DIR": str(tmp_path / "no-jars"),
+        "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": people.kafka.bootstrap_servers,
+        "CDFBRIDGE_CLICKHOUSE__URL": people.clickhouse.url,
+        "CDFBRIDGE_CLICKHOUSE__DATABASE": ch_database,
+    }
+    args = ["--table", people.verify.table, "--topic", people.verify.topic, "--reader", "spark"]
+    done = subprocess.run(
+        [sys.executable, "-m", "verify", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"the jars directory {tmp_path / 'no-jars'} does not exist" in done.stderr
+    assert "cdfbridge-stack fetch spark" in done.stderr
+    assert "--reader auto" in done.stderr
