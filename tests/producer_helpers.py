@@ -119,3 +119,22 @@ def change_every_way(spark: Any, path: str) -> None:
     source = spark.createDataFrame([("3", "cy", 51), ("4", "dee", 20)], PEOPLE)
     merge = table.alias("t").merge(source.alias("s"), "t.id = s.id")
     merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+
+def without_delta_jars(module: str, args: list[str], jars_dir: str, **env: str) -> Any:
+    """`python -m module args` in a new process, so that its Spark driver is not the tests'
+    session: with [spark] jars_dir at a directory without Delta's jars, and env set as
+    CDFBRIDGE_* variables. Returns the finished process (exit code, stderr)."""
+    import os
+    import subprocess
+    import sys
+
+    settings = {f"CDFBRIDGE_{name.upper()}": value for name, value in env.items()}
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env={**os.environ, "CDFBRIDGE_SPARK__JARS_DIR": jars_dir, **settings},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )

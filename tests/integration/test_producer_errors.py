@@ -1,8 +1,6 @@
 """Bad input stops the producer with a message naming the problem and the fix."""
 
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -18,7 +16,15 @@ from producer.errors import (
 from schemas.avro import SchemaMappingError
 from tests.conftest import free_port
 from tests.endpoints import Endpoints
-from tests.producer_helpers import PEOPLE, append, changes, create_table, publish, read_topic
+from tests.producer_helpers import (
+    PEOPLE,
+    append,
+    changes,
+    create_table,
+    publish,
+    read_topic,
+    without_delta_jars,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -217,22 +223,13 @@ def test_unreachable_spark_master_is_retried_then_named_with_exit_code_3(
 def test_a_spark_without_delta_jars_stops_with_exit_2_naming_the_fix(
     endpoints: Endpoints, tmp_path: Any
 ) -> None:
-    # A new process, so its driver is not the tests' session: started where no stack
-    # directory holds the jars, as a producer run from another directory would be.
-    env = {
-        **os.environ,
-        "CDFBRIDGE_SPARK__JARS_DIR": str(tmp_path / "no-jars"),
-        "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
-        "CDFBRIDGE_SCHEMA_REGISTRY__URL": endpoints.registry,
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "producer", "--table", str(tmp_path / "t"), "--primary-key"]
-        + ["id", "--metrics-port", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    # Started where no stack directory holds the jars, as from another directory.
+    done = without_delta_jars(
+        "producer",
+        ["--table", str(tmp_path / "t"), "--primary-key", "id", "--metrics-port", "0"],
+        str(tmp_path / "no-jars"),
+        kafka__bootstrap_servers=endpoints.kafka,
+        schema_registry__url=endpoints.registry,
     )
 
     assert done.returncode == 2, done.stderr[-3000:]

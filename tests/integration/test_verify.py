@@ -3,9 +3,6 @@ target it names the lost, extra and wrong keys with the differing values."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -14,7 +11,7 @@ from consumer.group.loop import Pipeline
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
-from tests.producer_helpers import change_every_way, create_table, publish
+from tests.producer_helpers import change_every_way, create_table, publish, without_delta_jars
 from verify.check import verify
 from verify.cli import main
 from verify.settings import VerifySettings
@@ -198,22 +195,14 @@ def test_latest_compares_at_the_tables_last_version_not_the_last_published_one(
 def test_the_spark_reader_without_delta_jars_exits_2_naming_the_fixes(
     people: VerifySettings, ch_database: str, tmp_path: Any
 ) -> None:
-    # A new process: its Spark driver is not the tests' session, which has the jars.
-    env = {
-        **os.environ,
-        "CDFBRIDGE_SPARK__JARS_DIR": str(tmp_path / "no-jars"),
-        "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": people.kafka.bootstrap_servers,
-        "CDFBRIDGE_CLICKHOUSE__URL": people.clickhouse.url,
-        "CDFBRIDGE_CLICKHOUSE__DATABASE": ch_database,
-    }
     args = ["--table", people.verify.table, "--topic", people.verify.topic, "--reader", "spark"]
-    done = subprocess.run(
-        [sys.executable, "-m", "verify", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    done = without_delta_jars(
+        "verify",
+        args,
+        str(tmp_path / "no-jars"),
+        kafka__bootstrap_servers=people.kafka.bootstrap_servers,
+        clickhouse__url=people.clickhouse.url,
+        clickhouse__database=ch_database,
     )
 
     assert done.returncode == 2, done.stderr[-3000:]
