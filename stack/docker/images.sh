@@ -6,8 +6,9 @@
 # 3. cdfbridge:local, the project's Dockerfile on that base;
 # 4. cdfbridge/stack-services:local, Kafka, the registry and ClickHouse from the same
 #    registry packages as the local stack (stack/docker/services.Dockerfile).
-# Docker's layer cache makes a second run fast; the images a rebuild replaces are removed. EXTRA_CA_CERT (PEM text) is trusted while
-# building, for a TLS-intercepting proxy; by default, the CAs this machine added itself.
+# Docker's layer cache makes a second run fast; the images a rebuild replaces are removed.
+# EXTRA_CA_CERT (PEM text) is trusted while building, for a TLS-intercepting proxy; by
+# default, the CAs this machine added itself.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash stack/docker/engine.sh
