@@ -4,8 +4,10 @@ them, and consumer settings pointing at the test services."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -15,8 +17,10 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from consumer.process import Consumers
 from consumer.section import ConsumerSection
 from consumer.settings import ConsumerSettings
+from consumer.topics import resolve
 from schemas.avro import key_schema, value_schema
 from services.settings import ClickHouseSettings, KafkaSettings, SchemaRegistrySettings
 from tests.endpoints import Endpoints
@@ -166,3 +170,22 @@ def verify_settings(
         clickhouse={"url": endpoints.clickhouse, "database": database},
         verify={"table": path, "clickhouse_table": table, **verify},
     )
+
+
+@contextmanager
+def consumers_of(
+    endpoints: Endpoints, topics: list[str], database: str, group: str
+) -> Iterator[Consumers]:
+    """One consumer process's `Consumers` for every topic (one group member), running on a
+    thread while the block runs; stopped after it, and required to have ended."""
+    one = settings(endpoints, topics[0], database, group=group)
+    section = one.consumer.model_copy(update={"topic": "", "topics": topics})
+    consumers = Consumers(resolve(one.model_copy(update={"consumer": section})))
+    running = threading.Thread(target=consumers.run)
+    running.start()
+    try:
+        yield consumers
+    finally:
+        consumers.stop()
+        running.join(120)
+    assert not running.is_alive(), "the consumers did not stop within 120 s"

@@ -3,7 +3,6 @@ ends equal to its Delta table, and the broker sees one consumer-group member and
 transactional producers (the tables at their heads, and backlogs) where a client per table
 would be thirty."""
 
-import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -11,13 +10,11 @@ from typing import Any
 import pytest
 
 from consumer.group import offsets
-from consumer.process import Consumers
-from consumer.topics import resolve
 from producer.generate import Generator
 from producer.run import run
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import settings as consumer_settings
+from tests.integration.consumer_support import consumers_of
 from tests.integration.test_consumer_recovery import wait_for
 from tests.integration.test_many_tables import producer_settings
 from tests.kafka_tools import transactions
@@ -45,19 +42,11 @@ def test_thirty_tables_end_equal_through_one_member_and_at_most_two_producers(
     started = {tid: pid for tid, pid in transactions(endpoints.kafka).items() if tid not in before}
 
     group, topics = unique("lake-group"), list(lake)
-    one = consumer_settings(endpoints, topics[0], ch_database, group=group)
-    section = one.consumer.model_copy(update={"topic": "", "topics": topics})
-    consumers = Consumers(resolve(one.model_copy(update={"consumer": section})))
-    running = threading.Thread(target=consumers.run)
-    running.start()
-    try:
+    with consumers_of(endpoints, topics, ch_database, group) as consumers:
         wait_for(partial(_caught_up, endpoints, group, topics), "every topic read", 180)
         described = kafka_admin.describe_consumer_groups([group])[group].result()
-    finally:
-        consumers.stop()
-        running.join(120)
 
-    assert not running.is_alive() and consumers.failures == []
+    assert consumers.failures == []
     members = {member.member_id for member in described.members}
     assert len(started) <= 2 and len(set(started.values())) <= 2, started
     assert len(members) == 1, members

@@ -2,18 +2,15 @@
 (consumer/group/member.py): the broker sees one member holding every topic's partitions,
 and the partitions that share a number in different topics each go to their own table."""
 
-import threading
 from functools import partial
 from typing import Any
 
 import pytest
 
 from consumer.group import offsets
-from consumer.process import Consumers
-from consumer.topics import resolve
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import Changes, order, settings
+from tests.integration.consumer_support import Changes, consumers_of, order
 from tests.integration.test_consumer_recovery import rows, wait_for
 
 pytestmark = pytest.mark.integration
@@ -34,21 +31,13 @@ def test_twelve_topics_are_read_by_one_member_and_each_partition_goes_to_its_own
     for n, topic in enumerate(topics):
         Changes(endpoints, topic).send([order(100 * n + i) for i in range(10)], "insert", 1)
     group = unique("group")
-    one = settings(endpoints, topics[0], ch_database, group=group)
-    section = one.consumer.model_copy(update={"topic": "", "topics": topics})
-    consumers = Consumers(resolve(one.model_copy(update={"consumer": section})))
-    running = threading.Thread(target=consumers.run)
-    running.start()
-    try:
+    with consumers_of(endpoints, topics, ch_database, group) as consumers:
         for topic in topics:
             table = f"`{ch_database}`.`{topic}`"
             wait_for(partial(_holds, clickhouse, table, 10), f"{topic} in ClickHouse")
         described = kafka_admin.describe_consumer_groups([group])[group].result()
-    finally:
-        consumers.stop()
-        running.join(120)
 
-    assert not running.is_alive() and consumers.failures == []
+    assert consumers.failures == []
     assert len(described.members) == 1
     held = {(tp.topic, tp.partition) for tp in described.members[0].assignment.topic_partitions}
     assert held == {(topic, p) for topic in topics for p in range(PARTITIONS)}
