@@ -21,6 +21,7 @@ import gc
 import logging
 import signal
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
@@ -73,6 +74,9 @@ class Consumers:
         self.collectors = Collectors()
         self.dead_letters = dead_letters_for(each[0])  # made at the first dead letter
         self.member = Member(each[0], prefetch_of(each))
+        # Every topic's inserts, one at a time per topic (consumer/group/commit.py).
+        threads = each[0].consumer.write_threads
+        self.writes = ThreadPoolExecutor(threads, thread_name_prefix="clickhouse")
         self.pipelines = [
             Pipeline(
                 settings,
@@ -80,6 +84,7 @@ class Consumers:
                 metrics=Metrics(settings.consumer.topic, self.collectors),
                 dead_letters=self.dead_letters,
                 member=self.member,
+                writes=self.writes,
             )
             for settings in each
         ]
@@ -110,6 +115,7 @@ class Consumers:
             self.member.close()
             while member.is_alive():  # wakes up for signals
                 member.join(timeout=0.5)
+            self.writes.shutdown(wait=True)  # every topic has left: nothing is queued
             if self.generations is not None:
                 self.generations.close()
 
@@ -153,6 +159,7 @@ class Consumers:
             metrics=pipeline.metrics,
             dead_letters=self.dead_letters,
             member=self.member,
+            writes=self.writes,
         )
         with self._lock:
             self.pipelines[self.pipelines.index(pipeline)] = fresh

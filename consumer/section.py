@@ -52,6 +52,9 @@ class ConsumerSection(Section):
     prefetch_mb: float = Field(default=1024.0, gt=0)
     """Messages fetched ahead of the batches, for the whole process: every topic gets an
     equal share, split among its partitions (at most 128 MiB, at least 1 MiB each)."""
+    write_threads: int = Field(default=8, gt=0)
+    """Inserts into ClickHouse running at once, for the whole process. Each topic writes one
+    batch at a time, in order, on a pool of this many threads that every topic shares."""
     deduplication_window: int = Field(default=10_000, gt=0)
     """How many recent insert blocks ClickHouse remembers to drop retried ones."""
     registry_url_for_clickhouse: str = ""

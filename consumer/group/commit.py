@@ -3,9 +3,10 @@ committed, in the numbered steps of `CommitQueue`. It holds a batch from its cut
 commit (pending, in flight, then owed in consumer/group/positions.py), for
 consumer/group/uncommitted.py, which owns it.
 
-One write is in flight at a time, on a worker thread, so Kafka keeps being read while
-ClickHouse inserts; the next write starts only after the previous one is settled, which
-keeps every partition's batches in order.
+A topic has one write in flight at a time, on a thread of the process's write pool
+(consumer/process.py, `write_threads`), so Kafka keeps being read while ClickHouse inserts;
+the next write starts only after the previous one is settled, which keeps every partition's
+batches in order. The pool bounds the inserts running at once for every topic together.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent import futures
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from confluent_kafka import TopicPartition
@@ -59,12 +60,17 @@ class CommitQueue:
     A TransientError of any step is raised to the caller, with the offsets where they were.
     """
 
-    def __init__(self, write: Write, commit: Commit, on_written: OnWritten) -> None:
+    def __init__(
+        self, write: Write, commit: Commit, on_written: OnWritten, pool: Executor | None = None
+    ) -> None:
+        """pool: the process's write pool; without one, the queue makes a thread of its own."""
         self.write, self.on_written = write, on_written
         self.pending: deque[PartitionBatch] = deque()
         self.inflight: InFlight | None = None
         self.positions = Positions(commit)
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
+        self._own = pool is None
+        self._worker = pool or ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
+        self._last: Future[Written] | None = None  # the last write handed to the pool
 
     @property
     def busy(self) -> bool:
@@ -83,7 +89,7 @@ class CommitQueue:
         )
         self.flush()
         # 2. On the worker, while Kafka is read on.
-        future = self._worker.submit(self.write, batch)
+        future = self._last = self._worker.submit(self.write, batch)
         self.inflight = InFlight(batch, future, time.monotonic())
 
     def settle(self, timeout_s: float | None = None) -> bool:
@@ -201,4 +207,8 @@ class CommitQueue:
         self.positions.forget(keys)
 
     def close(self) -> None:
-        self._worker.shutdown(wait=True, cancel_futures=True)
+        """The last write, if it has not started, is cancelled; if it has, waited for."""
+        if self._own:
+            self._worker.shutdown(wait=True, cancel_futures=True)
+        elif self._last is not None and not self._last.cancel():
+            futures.wait([self._last])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Executor
 from functools import partial
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -53,15 +54,16 @@ class Pipeline:
         metrics: Metrics | None = None,
         dead_letters: DeadLetters | None = None,
         member: Member | None = None,
+        writes: Executor | None = None,
     ) -> None:
-        """settings: one topic's (ConsumerSettings.for_topic); metrics, dead_letters and
-        member: the process's (consumer/process.py), else its own."""
+        """settings: one topic's (ConsumerSettings.for_topic); metrics, dead_letters, member
+        and the pool its writes run on: the process's (consumer/process.py), else its own."""
         self.settings = settings
         self.topic = settings.consumer.topic
         self.until_caught_up = until_caught_up
         self.metrics = metrics or Metrics(self.topic)
         self.dead_letters = dead_letters
-        self.member = member
+        self.member, self.writes = member, writes
         self.rebalance = Rebalance()
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -114,7 +116,7 @@ class Pipeline:
         assert self._writer is not None  # noqa: S101 - run() made it before adding
         commit, written = partial(kafka.commit, consumer), partial(self._written, consumer)
         batcher = Batcher(Limits(c.batch_rows, c.batch_bytes, c.batch_seconds))
-        queue = CommitQueue(self._writer.write, commit, written)
+        queue = CommitQueue(self._writer.write, commit, written, self.writes)
         self._owner = self.rebalance.owner = Uncommitted(batcher, queue)
         self._backpressure = Backpressure(consumer, self.topic, c.max_backoff_seconds, self.metrics)
         if self.until_caught_up:
