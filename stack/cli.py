@@ -68,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         names = ", ".join([*services.NAMES, *services.GROUPS])
         cmd.add_argument("service", nargs="*", help=f"any of {names}")
         _secure_flag(cmd)
+        if name == "down":
+            cmd.add_argument(
+                "--wipe",
+                action="store_true",
+                help="then delete their data (topics, schemas, tables) and logs; jars stay",
+            )
     for name, text in (
         ("serve", "run one service in the foreground, as a container's main process"),
         ("probe", "exit 0 if one service answers, else 1 (a container's healthcheck)"),
@@ -108,7 +114,7 @@ def _run(args: argparse.Namespace, settings: StackSettings) -> int:
     elif args.command == "probe":
         return 0 if services.select(settings, named)[0].answers() else 1
     elif args.command == "down":
-        services.down(settings, named or services.NAMES)
+        services.down(settings, named or services.NAMES, wipe=args.wipe)
     elif args.command == "status":
         statuses = services.status(settings)
         for status in statuses:

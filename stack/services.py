@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable
 
 from schemas.errors import ConfigError
 from stack.azure import Azure
 from stack.clickhouse import ClickHouse
 from stack.cluster import Shard1, Shard2
+from stack.errors import StackSetupError
 from stack.fetch import fetch
 from stack.kafka import Kafka
 from stack.process import Service, Status
@@ -64,9 +66,19 @@ def up(settings: StackSettings, names: Iterable[str] = DEFAULT) -> list[Status]:
     return [service.status() for service in chosen]
 
 
-def down(settings: StackSettings, names: Iterable[str] = NAMES) -> None:
+def down(settings: StackSettings, names: Iterable[str] = NAMES, *, wipe: bool = False) -> None:
+    """Stop the services named; `wipe`: then delete each one's directory under the stack's
+    home (its data, log and generated config), so that it starts empty. Jars and binaries
+    (the home's lib/) and the secured stack's secrets stay."""
     for service in reversed(select(settings, names)):
         service.stop()
+        if wipe:
+            try:
+                shutil.rmtree(service.dir)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise StackSetupError(f"cannot delete {service.dir}: {exc}") from exc
 
 
 def status(settings: StackSettings) -> list[Status]:

@@ -97,3 +97,24 @@ def test_status_command_exits_0_when_the_stack_serves_this_run(
     out = capsys.readouterr().out
     # Against services from env vars or containers, the local stack is simply not running.
     assert code == (0 if endpoints.origin == "local stack" else 1), out
+
+
+def test_down_wipe_stops_the_service_and_it_starts_empty_with_the_jars_kept(
+    own_clickhouse: ClickHouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stack.cli import main
+
+    own_clickhouse.start()
+    client(own_clickhouse).command("CREATE TABLE gone (n UInt32) ENGINE = MergeTree ORDER BY n")
+    jar = own_clickhouse.settings.lib / "kept.jar"
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"jar")
+    monkeypatch.setenv("CDFBRIDGE_STACK_HOME", str(own_clickhouse.settings.home))
+
+    assert main(["down", "--wipe", "clickhouse"]) == 0
+
+    assert own_clickhouse.pid() is None
+    assert not own_clickhouse.dir.exists()
+    assert jar.read_bytes() == b"jar"
+    own_clickhouse.start()
+    assert client(own_clickhouse).command("EXISTS TABLE gone") == 0
