@@ -17,27 +17,16 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import cast
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import Message
 
 from consumer.group.tombstones import payloads
 
 TopicPartitionKey = tuple[str, int]
-# Commit metadata naming the last offset of the batch in flight (consumer/group/commit.py): after
-# a crash or a rewind, the batch is cut at the same offset again (Batcher.cut_at).
-INTENT = "cdfbridge:batch-end="
 # Unbound methods: four times faster in map() than methodcaller. Consumed messages
 # always have a topic, a partition and an offset.
 _TOPIC = cast(Callable[[Message], str], Message.topic)
 _PARTITION = cast(Callable[[Message], int], Message.partition)
 _OFFSET = cast(Callable[[Message], int], Message.offset)
-
-
-def recorded_end(committed: TopicPartition) -> int | None:
-    """The batch end recorded with a committed offset (step 1 of consumer/group/commit.py)."""
-    meta = committed.metadata or ""
-    if committed.offset < 0 or not meta.startswith(INTENT):
-        return None
-    return int(meta.removeprefix(INTENT))
 
 
 @dataclass
@@ -78,7 +67,7 @@ class Written:
     dead_letters: int
 
 
-# A partition read to its end cuts a batch of at least 1/ENDED_CUT of the row limit.
+# Partitions read to their end cut batches of at least 1/ENDED_CUT of the row limit.
 ENDED_CUT = 100
 
 
@@ -156,15 +145,18 @@ class Batcher:
         cut = self._cut_at.get(key)
         return cut is not None and batch.last_offset >= cut
 
-    def ended(self, key: TopicPartitionKey) -> list[PartitionBatch]:
-        """The partition was read to its end: a batch of a hundredth of the row limit or more
-        (1,000 rows by default) is cut now, not at its age limit. Waiting would add latency,
-        not rows, and the Kafka engine cuts its blocks when the topic runs dry too; a
-        trickle still waits, so that ClickHouse is not sent a part per message."""
-        batch = self._open.get(key)
-        if batch is None or batch.rows < self.limits.rows // ENDED_CUT:
-            return []
-        return [self._close(key)]
+    def ended(self, ended: set[TopicPartitionKey]) -> list[PartitionBatch]:
+        """Partitions were read to their end (`ended`): once they hold a hundredth of the row
+        limit (1,000 rows by default), their batches are cut now, not at their age limit:
+        all together when no other partition has an open batch, so that they make one insert
+        (consumer/group/units.py), else each one that holds that much alone. Waiting would
+        add latency, not rows, and the Kafka engine cuts its blocks when the topic runs dry
+        too; a trickle still waits, so that ClickHouse is not sent a part per message."""
+        least = self.limits.rows // ENDED_CUT
+        done = [key for key in self._open if key in ended]
+        if len(done) < len(self._open) or sum(self._open[k].rows for k in done) < least:
+            done = [key for key in done if self._open[key].rows >= least]
+        return [self._close(key) for key in done]
 
     def due(self, now: float | None = None) -> list[PartitionBatch]:
         """Batches older than the time limit, closed."""

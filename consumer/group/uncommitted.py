@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
-from consumer.group.batch import Batcher, TopicPartitionKey, recorded_end
+from consumer.group import drain
+from consumer.group.batch import Batcher, TopicPartitionKey
 from consumer.group.commit import CommitQueue
+from consumer.group.units import recorded
 from schemas.errors import TransientError
 
 log = logging.getLogger(__name__)
@@ -82,7 +84,7 @@ class Uncommitted:
     def ended(self, key: TopicPartitionKey) -> None:
         """The partition was read to its end (consumer/group/batch.py `ended` cuts its batch)."""
         self._ended.add(key)
-        self.queue.submit(self.batcher.ended(key))
+        self.queue.submit(self.batcher.ended(self._ended))
 
     def cut_due(self) -> None:
         self.queue.submit(self.batcher.due())
@@ -91,7 +93,8 @@ class Uncommitted:
         """Every partition owned, and each of `partitions`, read to its end, with no closed
         batch waiting (what is open or in flight is the drain's)."""
         owned = self.assigned
-        return bool(owned) and not self.queue.pending and owned | partitions <= self._ended
+        waiting = self.queue.pending or self.queue.retry
+        return bool(owned) and not waiting and owned | partitions <= self._ended
 
     @property
     def settled(self) -> bool:
@@ -126,7 +129,9 @@ class Uncommitted:
                 self._fail(exc)
                 log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
             else:
-                self.queue.write_through(self.queue.take(keys) + self.batcher.close(list(keys)))
+                drain.write_through(
+                    self.queue, self.queue.take(keys) + self.batcher.close(list(keys))
+                )
         self._forget(keys)
 
     def lose(self, keys: Keys) -> int:
@@ -148,7 +153,7 @@ class Uncommitted:
         done = False
         if self._failure is None and not self._closed:
             self.queue.submit(self.batcher.close())
-            done = self.queue.drain(deadline, max_backoff_s)
+            done = drain.drain(self.queue, deadline, max_backoff_s)
         self._close(wait=False)
         return done
 
@@ -173,9 +178,11 @@ class Uncommitted:
         key = (committed.topic, committed.partition)
         self.batcher.drop([key])
         self._ended.discard(key)
-        end = recorded_end(committed)
-        if end is not None:
-            self.batcher.cut_at(key, end)
+        found = recorded(committed)
+        self.queue.recorded.pop(key, None)
+        if found is not None:
+            self.batcher.cut_at(key, found.end)
+            self.queue.recorded[key] = found  # the batch cut there is written in its unit
         offset = committed.offset if committed.offset >= 0 else OFFSET_BEGINNING
         return TopicPartition(key[0], key[1], offset)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -21,6 +22,7 @@ from consumer.group.kafka import topic_id
 from consumer.group.registry import HEADER, Schemas, schema_id
 from consumer.group.sink import Sink
 from consumer.group.tombstones import payload
+from consumer.group.units import Unit
 from consumer.settings import ConsumerSettings
 from consumer.tables import table
 from consumer.tables.column_types import extends
@@ -122,26 +124,26 @@ class BatchWriter:
     def columns(self) -> list[InputColumn]:
         return list(self.inputs.values())
 
-    def write(self, batch: PartitionBatch) -> Written:
-        """Insert the batch as one block with its dedup token; a block ClickHouse refuses
-        for its data is split to find the poison, which is dead-lettered."""
-        values = batch.values()
+    def write(self, unit: Unit) -> list[Written]:
+        """Insert the unit as one block with its dedup token (a recorded unit's ranges of
+        other partitions read again first); a block ClickHouse refuses for its data is split,
+        batch by batch, to find the poison, which is dead-lettered. A Written per batch."""
+        values = list(chain.from_iterable(batch.values() for batch in unit.batches))
+        for partition, first, last in unit.missing:
+            again = PartitionBatch(unit.topic, partition, first, last)
+            values += [payload(m) or b"" for m in reread.messages(self.kafka_config, again)]
         if not values:
-            return Written(0, 0)
+            return [Written(0, 0) for _ in unit.batches]
         self._evolve(values)
         try:
-            self._insert(values, batch.dedup_token)
+            self._insert(values, unit.token)
         except BadDataError as exc:
             log.warning(
                 "insert refused, isolating bad messages",
-                extra={
-                    "partition": batch.partition,
-                    "first": batch.first_offset,
-                    "error": str(exc)[:300],
-                },
+                extra={"topic": unit.topic, "token": unit.token, "error": str(exc)[:300]},
             )
-            return self._isolate(batch)
-        return Written(len(values), 0)
+            return [self._isolate(batch) for batch in unit.batches]
+        return [Written(len(batch.values()), 0) for batch in unit.batches]
 
     def _insert(self, values: list[bytes], token: str) -> None:
         """One insert per value schema in values: ClickHouse fills a top-level column a

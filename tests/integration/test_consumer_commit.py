@@ -43,7 +43,7 @@ def step_one(consumer: Any, topic: str, partition: int) -> None:
     """Step 1 of a batch: the intent commit, before anything is written."""
     batch = PartitionBatch(topic, partition, first_offset=0, last_offset=0, payloads=[b"x"])
     queue = CommitQueue(
-        lambda _: Written(1, 0), lambda offsets: commit(consumer, offsets), lambda *_: None
+        lambda _: [Written(1, 0)], lambda offsets: commit(consumer, offsets), lambda *_: None
     )
     try:
         queue.write_now(batch)

@@ -114,10 +114,21 @@ def test_a_partition_read_to_its_end_cuts_a_batch_of_a_hundredth_of_the_row_limi
     batcher = Batcher(Limits(rows=1_000))
     batcher.extend([message(0, n) for n in range(10)] + [message(1, n) for n in range(9)])
 
-    [done] = batcher.ended(("t", 0))
+    [done] = batcher.ended({("t", 0)})
 
     assert (done.partition, done.rows) == (0, 10)
-    assert batcher.ended(("t", 1)) == []  # a trickle waits for the age limit
+    assert batcher.ended({("t", 0), ("t", 1)}) == []  # a trickle waits for the age limit
+
+
+def test_partitions_all_read_to_their_end_are_cut_together_once_they_hold_enough() -> None:
+    batcher = Batcher(Limits(rows=1_000))  # a hundredth: 10 rows
+    batcher.extend([message(p, n) for p in range(3) for n in range(4)])
+
+    assert batcher.ended({("t", 0), ("t", 1)}) == []  # partition 2 is still being read
+    done = batcher.ended({("t", 0), ("t", 1), ("t", 2)})
+
+    assert [(b.partition, b.rows) for b in done] == [(0, 4), (1, 4), (2, 4)]
+    assert not batcher.holding
 
 
 def test_two_topics_partition_0_are_two_batches_even_when_their_messages_interleave() -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
-from consumer.group.batch import INTENT, Batcher, Limits, PartitionBatch, Written
+from consumer.group.batch import Batcher, Limits, Written
 from consumer.group.commit import CommitQueue
 from consumer.group.uncommitted import Outcome, Uncommitted
+from consumer.group.units import INTENT, UNIT, Unit
 from schemas.errors import ServiceUnavailableError
 from services.clickhouse_errors import ClickHouseUnavailableError
 
@@ -33,15 +34,15 @@ class Services:
         self.inserting = threading.Event()  # cleared: an insert waits until it is set
         self.inserting.set()
 
-    def write(self, batch: PartitionBatch) -> Written:
+    def write(self, unit: Unit) -> list[Written]:
         assert self.inserting.wait(10)
-        once = batch.dedup_token in self.refused_once
-        self.refused_once.discard(batch.dedup_token)
-        if self.clickhouse_down or once or batch.dedup_token in self.refused:
-            self.events.append(("insert failed", batch.dedup_token))
+        once = unit.token in self.refused_once
+        self.refused_once.discard(unit.token)
+        if self.clickhouse_down or once or unit.token in self.refused:
+            self.events.append(("insert failed", unit.token))
             raise ClickHouseUnavailableError("ClickHouse is unavailable")
-        self.events.append(("insert", batch.dedup_token))
-        return Written(len(batch.values()), 0)
+        self.events.append(("insert", unit.token))
+        return [Written(len(batch.values()), 0) for batch in unit.batches]
 
     def commit(self, offsets: list[TopicPartition]) -> None:
         if self.kafka_down:
@@ -240,8 +241,10 @@ def test_draining_writes_and_commits_everything_read() -> None:
 
     assert owner.drain(time.monotonic() + 10, max_backoff_s=0.01)
 
-    assert sorted(services.inserts()) == ["t-0-0-3", "t-1-0-1"]
-    assert services.commits()[-1] == [(1, 2, None)]
+    # Both partitions' batches in one insert, recorded in each partition before it.
+    assert services.inserts() == ["t-0:0-3+1:0-1"]
+    unit = f"{UNIT}0:0-3,1:0-1"
+    assert services.commits() == [[(0, 0, unit), (1, 0, unit)], [(0, 4, None), (1, 2, None)]]
 
 
 def test_draining_retries_a_failed_write_with_the_same_token() -> None:

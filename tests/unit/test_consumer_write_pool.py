@@ -11,6 +11,7 @@ from confluent_kafka import TopicPartition
 
 from consumer.group.batch import PartitionBatch, Written
 from consumer.group.commit import CommitQueue
+from consumer.group.units import Unit
 
 
 class Table:
@@ -24,7 +25,8 @@ class Table:
         self.running = self.most_at_once = 0
         self._lock = threading.Lock()
 
-    def write(self, batch: PartitionBatch) -> Written:
+    def write(self, unit: Unit) -> list[Written]:
+        (batch,) = unit.batches
         with self._lock:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
@@ -33,7 +35,7 @@ class Table:
         with self._lock:
             self.running -= 1
             self.inserted.append(batch.first_offset)
-        return Written(1, 0)
+        return [Written(1, 0)]
 
     def commit(self, offsets: list[TopicPartition]) -> None:
         self.committed += [tp.offset for tp in offsets if not tp.metadata]
