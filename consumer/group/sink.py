@@ -1,5 +1,5 @@
-"""Insert one partition batch into ClickHouse: the raw Confluent-framed values concatenated,
-`FORMAT AvroConfluent`, decoded by ClickHouse through the schema registry.
+"""Insert one write unit into ClickHouse (consumer/group/units.py): the raw Confluent-framed
+values concatenated, `FORMAT AvroConfluent`, decoded by ClickHouse through the registry.
 
 ClickHouse errors are sorted where they enter our code, on their class and server error
 code (services/clickhouse_errors.py): unreachable or overloaded → ClickHouseUnavailableError

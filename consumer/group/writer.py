@@ -1,9 +1,10 @@
-"""Write one partition batch to ClickHouse: evolve the table, insert, isolate poison.
+"""Write one unit (a batch of each of several partitions) to ClickHouse: evolve the table,
+insert, isolate poison.
 
-This is step 2 of the commit path (consumer/group/commit.py), run on its worker thread: when
-`write` returns, the batch is in ClickHouse and its poison messages are in the dead-letter
-topic, acknowledged by Kafka. No per-row Python bytecode on the happy path: the batch
-already holds the values, their 5-byte headers (to spot new schema ids) are gathered with
+This is step 2 of the commit path (consumer/group/commit.py), run on the write pool: when
+`write` returns, the unit is in ClickHouse and its poison messages are in the dead-letter
+topic, acknowledged by Kafka. No per-row Python bytecode on the happy path: the batches
+already hold the values, their 5-byte headers (to spot new schema ids) are gathered with
 map(); ClickHouse decodes the Avro.
 """
 

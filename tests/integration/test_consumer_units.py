@@ -40,12 +40,18 @@ DIE_BEFORE_INSERT = DIE_AFTER_INSERT.replace(
 PARTITIONS = 4
 
 
-def crash(endpoints: Endpoints, topic: str, database: str, program: str) -> None:
+def crashed(
+    endpoints: Endpoints, topic_factory: Any, database: str, program: str
+) -> tuple[str, Changes, str]:
+    """A topic of 30 changes, consumed by `program` until it is killed; returns the topic,
+    its changes' sender and its table."""
+    topic = topic_factory(partitions=PARTITIONS)
+    changes = Changes(endpoints, topic)
+    changes.send([order(n) for n in range(30)], "insert", 1)
     env = env_for(endpoints, topic, database, batch_rows="1000", batch_seconds="1")
-    crashed = subprocess.run(
-        [sys.executable, "-c", program], env=env, timeout=120, capture_output=True
-    )
-    assert crashed.returncode == -9, crashed.stderr.decode()[-2000:]
+    run = subprocess.run([sys.executable, "-c", program], env=env, timeout=120, capture_output=True)
+    assert run.returncode == -9, run.stderr.decode()[-2000:]
+    return topic, changes, f"`{database}`.`{topic}`"
 
 
 def recorded_units(endpoints: Endpoints, topic: str) -> list[str]:
@@ -62,12 +68,7 @@ def recorded_units(endpoints: Endpoints, topic: str) -> list[str]:
 def test_kill_9_around_a_units_insert_then_a_restart_doubles_and_loses_nothing(
     endpoints: Endpoints, topic_factory: Any, clickhouse: Any, ch_database: str, program: str
 ) -> None:
-    topic = topic_factory(partitions=PARTITIONS)
-    changes = Changes(endpoints, topic)
-    changes.send([order(n) for n in range(30)], "insert", 1)
-    table = f"`{ch_database}`.`{topic}`"
-
-    crash(endpoints, topic, ch_database, program)
+    topic, changes, table = crashed(endpoints, topic_factory, ch_database, program)
     units = recorded_units(endpoints, topic)
     # Merges would fold doubled rows away; the count below must see every row stored.
     clickhouse.command(f"SYSTEM STOP MERGES {table}")
@@ -84,11 +85,7 @@ def test_kill_9_around_a_units_insert_then_a_restart_doubles_and_loses_nothing(
 def test_a_unit_recorded_before_a_crash_is_written_whole_by_a_member_holding_part_of_it(
     endpoints: Endpoints, topic_factory: Any, kafka_admin: Any, clickhouse: Any, ch_database: str
 ) -> None:
-    topic = topic_factory(partitions=PARTITIONS)
-    changes = Changes(endpoints, topic)
-    changes.send([order(n) for n in range(30)], "insert", 1)
-    table = f"`{ch_database}`.`{topic}`"
-    crash(endpoints, topic, ch_database, DIE_BEFORE_INSERT)
+    topic, changes, table = crashed(endpoints, topic_factory, ch_database, DIE_BEFORE_INSERT)
     clickhouse.command(f"SYSTEM STOP MERGES {table}")
     # Another member of the group holds some of the partitions and commits nothing.
     other = Consumer(consumer_config({"bootstrap.servers": endpoints.kafka}, f"{topic}-group"))
@@ -110,5 +107,4 @@ def test_a_unit_recorded_before_a_crash_is_written_whole_by_a_member_holding_par
     restarted.stop()
 
     assert rows(clickhouse, table) == 50
-    names = clickhouse.query(f"SELECT count() FROM {table} FINAL").result_rows
-    assert names == [(50,)]
+    assert clickhouse.query(f"SELECT count() FROM {table} FINAL").result_rows == [(50,)]
