@@ -5,7 +5,7 @@ partition, let the commit path move on (write to ClickHouse, then commit), repea
     consumer/group/member.py       the process's one member, polling for every topic
     consumer/group/rebalance.py    partitions assigned, revoked, lost
     consumer/group/uncommitted.py  everything read and not yet committed, and every way out
-    consumer/group/commit.py       the numbered steps: record the batch end, insert, commit
+    consumer/group/commit.py       the numbered steps: record the unit, insert, commit
     consumer/group/backpressure.py pause, back off, resume after a transient failure
 
 One `Pipeline` per topic: consumer/process.py runs one for each topic the process reads, all
