@@ -133,3 +133,24 @@ def test_losing_one_partition_of_a_unit_that_failed_writes_the_same_unit_for_the
     assert services.read_again[-1] == [(1, 0, 2)]
     assert services.commits()[-1] == [(0, 3, None)]
     assert owner.assigned == {P0}
+
+
+def test_a_revoke_writes_the_unit_that_failed_before_the_partitions_later_batches() -> None:
+    services = Units()
+    owner = owner_of(services)
+    services.inserting.clear()
+    services.refused_once = {BOTH}
+    owner.submit(messages(0, range(6)) + messages(1, range(3)))  # partition 0: two batches
+    owner.poll(wait=False)  # the unit of both partitions' first batches is in flight
+    losing = threading.Thread(target=owner.lose, args=({P1},))
+    losing.start()
+    services.inserting.set()
+    losing.join(10)  # the unit failed: it is written again for partition 0, first
+
+    owner.revoke({P0})
+
+    assert services.inserts() == [BOTH, "t-0-3-5"]
+    assert services.read_again[-2] == [(1, 0, 2)]
+    # Step 3 of the unit goes with step 1 of the next batch; never past an unwritten batch.
+    assert services.commits()[-2:] == [[(0, 3, f"{INTENT}5")], [(0, 6, None)]]
+    assert owner.assigned == set()
