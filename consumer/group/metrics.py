@@ -40,12 +40,12 @@ class Collectors:
         self.rows = Counter(ROWS, "Rows inserted into ClickHouse", registry=r)
         self.rows_per_second = Gauge(
             f"{PREFIX}rows_per_second",
-            "Rows per second of the last batch, insert and commit included",
+            "Rows per second of the last batch written",
             registry=r,
         )
         self.batch_seconds = Histogram(
             f"{PREFIX}batch_seconds",
-            "Time to insert a batch and commit its offsets",
+            "Time to write a batch, from the write pool to the end of its insert",
             registry=r,
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
         )
