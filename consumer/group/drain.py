@@ -20,12 +20,13 @@ def write_through(queue: CommitQueue, batches: list[PartitionBatch]) -> None:
     that failed; after a transient error, the partition's later batches are skipped: no
     commit passes an unwritten batch, and its next owner reads them again."""
     broken: set[TopicPartitionKey] = set()
-    if queue.retry is not None:  # its batches come before any later one of their partitions
+    failed = queue.retry
+    if failed is not None:  # its batches come before any later one of their partitions
         try:
             queue.start_next()
             queue.settle()
         except TransientError as exc:
-            broken |= queue.retry.keys if queue.retry is not None else set()
+            broken |= failed.keys
             log.warning("revoked partition left uncommitted", extra={"error": str(exc)[:300]})
     for batch in batches:
         if batch.key in broken:

@@ -129,7 +129,8 @@ class BatchWriter:
         """Insert the unit as one block with its dedup token (a recorded unit's ranges of
         other partitions read again first); a block ClickHouse refuses for its data is split,
         batch by batch, to find the poison, which is dead-lettered. A Written per batch."""
-        values = list(chain.from_iterable(batch.values() for batch in unit.batches))
+        own = [batch.values() for batch in unit.batches]
+        values = list(chain.from_iterable(own))
         for partition, first, last in unit.missing:
             again = PartitionBatch(unit.topic, partition, first, last)
             values += [payload(m) or b"" for m in reread.messages(self.kafka_config, again)]
@@ -144,7 +145,7 @@ class BatchWriter:
                 extra={"topic": unit.topic, "token": unit.token, "error": str(exc)[:300]},
             )
             return [self._isolate(batch) for batch in unit.batches]
-        return [Written(len(batch.values()), 0) for batch in unit.batches]
+        return [Written(len(rows), 0) for rows in own]
 
     def _insert(self, values: list[bytes], token: str) -> None:
         """One insert per value schema in values: ClickHouse fills a top-level column a
