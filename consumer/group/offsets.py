@@ -142,15 +142,26 @@ def targets(
 
 
 def reset(client_config: Mapping[str, Any], group: str, offsets: list[TopicPartition]) -> None:
+    """Move the group's offsets. Kafka refuses a group with running consumers partition by
+    partition, in the result and not as an exception: each partition's error is checked."""
     admin = AdminClient(dict(client_config))
     request = [ConsumerGroupTopicPartitions(group, offsets)]
     try:
-        admin.alter_consumer_group_offsets(request)[group].result(timeout=TIMEOUT_S)
+        done = admin.alter_consumer_group_offsets(request)[group].result(timeout=TIMEOUT_S)
     except KafkaException as exc:
-        raise ConfigError(
-            f"cannot move the offsets of group {group}: {exc.args[0]}; "
-            "stop the group's consumers first"
-        ) from exc
+        raise _unmoved(group, str(exc.args[0])) from exc
+    refused = [tp for tp in done.topic_partitions or [] if tp.error is not None]
+    if refused:
+        first = refused[0].error
+        which = ", ".join(str(tp.partition) for tp in refused)
+        raise _unmoved(group, f"partitions {which}: {first.name()}: {first.str()}")
+
+
+def _unmoved(group: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"cannot move the offsets of group {group} ({why}); a group with running consumers "
+        "cannot be moved: stop them first"
+    )
 
 
 def exists(client_config: Mapping[str, Any], topic: str) -> bool:

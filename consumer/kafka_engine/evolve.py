@@ -11,7 +11,9 @@ group it reads with; when the topic's latest schema is newer, apply:
 3. gives a new group, `<group>-<schema id>`, the offsets to read from: in each partition,
    the first message written with a newer schema than the table's, if the old group read
    past one (a partition's schema ids only grow within a generation, so the offsets before
-   the committed one are bisected), else where the old group stands;
+   the committed one are bisected), else where the old group stands; a partition the old
+   group has not committed in yet is read from the generation's start, whose first message
+   apply checks first (consumer/kafka_engine/late.py);
 4. lets apply create the Kafka table, reading with the new group, and the views again.
 
 A new group, because a dropped Kafka table's member can stay in its old group for minutes

@@ -4,8 +4,9 @@ leaves in record doesn't match the number of elements in tuple"), even with
 input_format_avro_allow_missing_fields, so a Kafka table made from the latest schema loses
 them to `<table>_kafka_errors`. That is a new subscriber of a topic whose structs gained
 fields (from the generation's start), and an engine brought to a newer schema after two
-struct additions (from the first message newer than its table: the middle schema's). So
-before such a group reads:
+struct additions (from the first message newer than its table: the middle schema's), or
+before its old group committed anything (from the generation's start). So before such a
+group reads:
 1. look at the first message it would read in each partition: the schema ids of a
    partition only grow within a generation, so if that message's struct columns have the
    latest schema's shapes, the engine reads every message (`older_shapes`);
@@ -45,14 +46,13 @@ def older_shapes(
     starts: dict[int, int],
     schemas: Schemas,
     latest: int,
-    default: int | None = 0,
 ) -> list[str]:
     """Step 1: the struct columns whose shape in the first messages from `starts` (per
-    partition; `default` for one not in it, None: not read) is not the latest schema's."""
+    partition; offset 0 for one not in it) is not the latest schema's."""
     newest = _structs(schemas.by_id(latest) or {"fields": []})
     probe = reader(kafka, "cdfbridge-kafka-engine-probe")
     try:
-        return _differing(probe, topic, starts, default, schemas, latest, newest)
+        return _differing(probe, topic, starts, schemas, latest, newest)
     except KafkaException as exc:
         where = str(kafka.get("bootstrap.servers", "?"))
         raise client_failure(
@@ -66,7 +66,6 @@ def _differing(
     probe: Consumer,
     topic: str,
     starts: dict[int, int],
-    default: int | None,
     schemas: Schemas,
     latest: int,
     newest: dict[str, str],
@@ -75,8 +74,7 @@ def _differing(
     differing: set[str] = set()
     partitions = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
     for partition in sorted(partitions):
-        start = starts.get(partition, default)
-        found = None if start is None else framed_at(probe, topic, partition, start, 2**62)
+        found = framed_at(probe, topic, partition, starts.get(partition, 0), 2**62)
         if found is None or found[1] == latest:
             continue
         older = _structs(schemas.by_id(found[1]) or {"fields": []})

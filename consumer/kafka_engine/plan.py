@@ -119,7 +119,9 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         source = chosen.source
         again = plan(settings, source.group, source.num_consumers, chosen.nullable_tuple)
         chosen = replace(again, source=replace(again.source, group=moved))
-    _first_read(settings, chosen)
+    with sorted_errors(settings.clickhouse.url):
+        before = built_from(placement.client, chosen.target)
+    _first_read(settings, chosen, new=before is None)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(
             placement,
@@ -132,7 +134,6 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         )
         kafka = settings.kafka.client_config()
         source = chosen.source
-        before = built_from(placement.client, chosen.target)
         group = evolve(
             placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
         )
@@ -145,21 +146,26 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
 
 def _readable(settings: ConsumerSettings, chosen: Plan, group: str) -> None:
     """An engine brought to a newer schema re-reads from the first message newer than its
-    table: after two struct additions, the middle schema's, which it cannot read; its table
-    is then loaded from the lake and the group set after it (consumer/kafka_engine/late.py)."""
+    table (where the old group read nothing: from the generation's start); when that message
+    has older struct shapes (after two struct additions, the middle schema's; or the first
+    messages, which the old engine never read), its table is loaded from the lake and the
+    group set after it (consumer/kafka_engine/late.py)."""
     kafka, topic = settings.kafka.client_config(), chosen.source.topic
     schemas = Schemas(settings.schema_registry.client_config())
-    starts = offsets.committed(kafka, group, topic)
-    shapes = older_shapes(kafka, topic, starts, schemas, chosen.schema_id, default=None)
+    generation = Progress(kafka, topic).read().generation
+    starts = {**generation.start, **offsets.committed(kafka, group, topic)}
+    shapes = older_shapes(kafka, topic, starts, schemas, chosen.schema_id)
     if shapes:
         bootstrapped(settings, group, shapes)
 
 
-def _first_read(settings: ConsumerSettings, chosen: Plan) -> None:
-    """The engine's group must find the topic's history it needs (consumer/group/history.py); a
-    new one is set to the start of the topic's current generation, not older ones' rows,
-    unless the engine cannot read that generation's first messages: its table is then
-    loaded from the lake first (consumer/kafka_engine/late.py)."""
+def _first_read(settings: ConsumerSettings, chosen: Plan, new: bool) -> None:
+    """The engine's group must find the topic's history it needs (consumer/group/history.py).
+    A new engine's group (no Kafka table yet, no offsets) is set to the start of the topic's
+    current generation, not older ones' rows, unless the engine cannot read that
+    generation's first messages: its table is then loaded from the lake first
+    (consumer/kafka_engine/late.py). An engine in place may not have committed yet; its
+    group is live and is not moved under it."""
     kafka, topic, group = settings.kafka.client_config(), chosen.source.topic, chosen.source.group
     generation = Progress(kafka, topic).read().generation
     found, missing = history.group_gaps(kafka, group, topic, generation)
@@ -169,7 +175,7 @@ def _first_read(settings: ConsumerSettings, chosen: Plan) -> None:
             f"{gone} Then apply again: cdfbridge-consumer --group {group} bootstrap leaves "
             "the group where the table ends"
         )
-    if any(p.committed >= 0 for p in found):
+    if not new or any(p.committed >= 0 for p in found):
         return
     schemas = Schemas(settings.schema_registry.client_config())
     shapes = older_shapes(kafka, topic, generation.start, schemas, chosen.schema_id)

@@ -6,9 +6,11 @@ import time
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer
 from confluent_kafka.admin import NewTopic
 
 from consumer.cli import main
+from consumer.group import offsets
 from consumer.group.loop import Pipeline
 from tests.conftest import unique
 from tests.endpoints import Endpoints
@@ -101,6 +103,36 @@ def test_reset_offsets_moves_a_stopped_group_to_earliest_time_or_offset(
     assert main([*base, "reset-offsets", "--to-datetime", "2100-01-01T00:00:00+00:00"]) == 0
     assert main([*base, "status"]) == 0
     assert "total lag 0" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_reset_offsets_refuses_a_running_group_and_moves_nothing(
+    endpoints: Endpoints, topic_factory: Any, ch_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kafka refuses to move a group with a member partition by partition, in its answer and
+    not as an error: the command must say so, not print the offsets it did not set."""
+    topic = topic_factory(partitions=2)
+    Changes(endpoints, topic).send([order(n) for n in range(12)], "insert", 1)
+    group = f"{topic}-group"
+    consume(endpoints, topic, ch_database)
+    before = offsets.committed({"bootstrap.servers": endpoints.kafka}, group, topic)
+    member = Consumer(
+        {"bootstrap.servers": endpoints.kafka, "group.id": group, "enable.auto.commit": False}
+    )
+    member.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 60
+        while not member.assignment():
+            assert time.monotonic() < deadline, "the member got no partitions"
+            member.poll(0.5)
+        capsys.readouterr()
+        code = main(["--topic", topic, "--group", group, "reset-offsets", "--to-earliest"])
+    finally:
+        member.close()
+    printed = capsys.readouterr()
+    assert code == 2, printed
+    assert "stop them first" in printed.err and "offset 0" not in printed.out
+    assert offsets.committed({"bootstrap.servers": endpoints.kafka}, group, topic) == before
 
 
 @pytest.mark.usefixtures("cli_env")

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer
 
 from consumer.cli import main
+from consumer.group.offsets import positions
+from consumer.kafka_engine.evolve import built_from
+from schemas.target import Target
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
@@ -56,6 +61,14 @@ def test_fields_added_inside_structs_reach_both_consumers_tables(
     consumer_env(monkeypatch, endpoints, ch_database)
     engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
     assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+    # The engine reads and commits the first schema's messages before the change (the engine
+    # that had not: test_an_engine_brought_to_a_newer_schema_before_it_committed_loses_no_row).
+    built = built_from(clickhouse, Target(ch_database, "by_kafka"))
+    assert built is not None and built.group
+    deadline = time.monotonic() + 90
+    while any(p.lag for p in positions({"bootstrap.servers": endpoints.kafka}, built.group, topic)):
+        assert time.monotonic() < deadline, "the engine did not read the first messages"
+        time.sleep(0.5)
 
     spark.sql(
         f"ALTER TABLE {table} ADD COLUMNS (addr.country STRING, tags.element.w STRING, "
@@ -138,5 +151,59 @@ def test_an_engine_applied_after_two_struct_additions_ends_equal_with_no_errors_
 
     report = verify(settings)
     assert report.equal, report.render()
+    errors = f"SELECT count() FROM `{ch_database}`.by_kafka_kafka_errors"
+    assert clickhouse.command(errors) == 0
+
+
+def test_an_engine_brought_to_a_newer_schema_before_it_committed_loses_no_row(
+    spark: Any,
+    endpoints: Endpoints,
+    clickhouse: Any,
+    ch_database: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A struct gains a field and apply runs again while the engine's group has a member but
+    has committed nothing yet (ClickHouse joined but had not flushed). The group is not moved
+    under its member; the new Kafka table, which cannot parse the first messages, gets its
+    table loaded from the lake, and nothing is left in its errors table."""
+    path, topic = str(tmp_path / "unread"), unique("unread")
+    table = f"delta.`{path}`"
+    spark.sql(
+        f"CREATE TABLE {table} (id BIGINT, addr STRUCT<street: STRING>) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    spark.sql(f"INSERT INTO {table} VALUES (1, named_struct('street', 's1'))")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=1)
+    consumer_env(monkeypatch, endpoints, ch_database)
+    engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
+    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+    for view in ("by_kafka_kafka_mv", "by_kafka_kafka_errors_mv"):  # ClickHouse reads nothing
+        clickhouse.command(f"DROP VIEW `{ch_database}`.`{view}` SYNC")
+    built = built_from(clickhouse, Target(ch_database, "by_kafka"))
+    assert built is not None and built.group
+    member = Consumer(  # the engine's member, joined, that has not committed yet
+        {"bootstrap.servers": endpoints.kafka, "group.id": built.group, "enable.auto.commit": False}
+    )
+    member.subscribe([topic])
+    deadline = time.monotonic() + 60
+    while not member.assignment():
+        assert time.monotonic() < deadline, "the member got no partitions"
+        member.poll(0.5)
+
+    spark.sql(f"ALTER TABLE {table} ADD COLUMNS (addr.country STRING)")  # 2
+    spark.sql(f"INSERT INTO {table} VALUES (2, named_struct('street', 's2', 'country', 'fr'))")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=3)
+    try:
+        assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+    finally:
+        member.close()
+
+    settings = verify_settings(
+        endpoints, ch_database, path, "by_kafka", topic=topic, wait_seconds=60
+    )
+    report = verify(settings)
+    assert report.equal, report.render()
+    time.sleep(6)  # the engine's flush interval (5 s): whatever it could not parse is logged
     errors = f"SELECT count() FROM `{ch_database}`.by_kafka_kafka_errors"
     assert clickhouse.command(errors) == 0
