@@ -61,7 +61,9 @@ def test_a_table_failing_on_a_schema_change_is_resynced_and_rebuilt_while_anothe
         newest = Generator(flowing, seed=9).commit("insert", rows=7)  # a flows meanwhile
         flowing_progress = Progress(kafka, topics["a"])
         _wait_for(lambda: flowing_progress.last_version() == newest, "table a's commit")
-        taken = resync.request(kafka, topics["b"], wait_s=120)  # joins the pending request
+        b_progress = Progress(kafka, topics["b"])  # the request taken, however soon
+        _wait_for(lambda: b_progress.read().generation.number >= 1, "b's new generation")
+        taken = b_progress.read()
 
         assert asked.requested == 1 and asked.generation.number == 0
         assert taken.generation.number == 1 and taken.version == latest
@@ -86,6 +88,10 @@ def test_a_table_failing_on_a_schema_change_is_resynced_and_rebuilt_while_anothe
     for name, path in (("a", flowing), ("b", resynced)):
         report = verify(_verify_settings(endpoints, ch_database, path, topics[name], name))
         assert report.equal, report.render()
+
+    # With no producer to take it, a second request joins the first instead of asking again.
+    first, joined = (resync.request(kafka, topics["b"], wait_s=0) for _ in range(2))
+    assert first.requested == joined.requested == 2 and joined.generation.number == 1
 
 
 def test_resync_by_the_command_rebuilds_a_table_that_drifted_from_its_topic(
