@@ -10,8 +10,10 @@ tested with numbers alone:
   chunk may hold, which the learned row width sets; planned again as soon as changes turn
   out much wider than the chunks were planned for;
 - the first chunk of a start: small (FIRST_CHUNK_ROWS, or the first version whole), so
-  rows flow while the JVM warms;
-- the version whose changes are sampled to learn the width before the first chunk;
+  rows flow while the JVM warms; while the width is unknown, no larger than a sample
+  (SAMPLE_ROWS), so that it teaches the width in the cycle's job, with no sample's job;
+- the version whose changes are sampled to learn the width before the first chunk: one
+  that holds more changes than a sample;
 - the slices of a chunk the history gave no row count for, once its rows are counted.
 """
 
@@ -27,6 +29,7 @@ Estimates = Mapping[int, int | None]  # change rows per version, None: the histo
 # The first chunk of a start holds up to this many changes, or its first version whole.
 FIRST_CHUNK_ROWS = 50_000
 SAMPLE_ROWS = 1_000  # changes encoded to learn their width before the first chunk
+WIDE_ROW_BYTES = 64 * 2**10  # a very wide change, for the start read unsampled
 
 
 @dataclass(frozen=True)
@@ -90,8 +93,11 @@ class Course:
         """The first version of span known to hold changes, to learn the row width from
         before planning; None when it is learned already, when no version says it has
         changes (a version without an estimate gets a chunk of its own, sized once counted),
-        or when every version's estimate says the span holds no more changes than a sample:
-        read whole, it takes no more memory than the sample would, and one Spark job fewer.
+        when every version's estimate says the span holds no more changes than a sample
+        (read whole, it takes no more memory than the sample would, and one Spark job
+        fewer), or, at a start, when that version holds no more changes than a sample: the
+        first chunk is then no larger than a sample (chunks) and teaches the width itself
+        (`_unsampled`).
         Such a read may share its cycle's job (producer/cycle.py) with others of unknown
         width: those of the tables starting with it, as their samples shared the driver."""
         if self.width.known:
@@ -99,15 +105,26 @@ class Course:
         counts = [estimates.get(v) for v in range(span.first, span.last + 1)]
         if all(n is not None for n in counts) and sum(n or 0 for n in counts) <= SAMPLE_ROWS:
             return None
-        return next((v for v in range(span.first, span.last + 1) if estimates.get(v)), None)
+        first = next((v for v in range(span.first, span.last + 1) if estimates.get(v)), None)
+        if first is None or (not self.started and self._unsampled(estimates.get(first) or 0)):
+            return None
+        return first
+
+    def _unsampled(self, rows: int) -> bool:
+        """Whether a start's first chunk of rows changes, of a width unknown, may be read
+        without a sample: no more than a sample, and a chunk's bytes would hold a sample's
+        worth of very wide changes (a small max_bytes_per_chunk keeps the sample)."""
+        return rows <= SAMPLE_ROWS and self.width.max_bytes >= SAMPLE_ROWS * WIDE_ROW_BYTES
 
     def chunks(self, span: Span, estimates: Estimates) -> Iterator[Chunk]:
-        """span's chunks in order, the first of a start small; resuming after one marks it
-        read. Ends early, for the span to be planned again, when the row bound fell below
-        half of what the plan assumed: changes turned out much wider than planned for."""
+        """span's chunks in order, the first of a start small (no larger than a sample while
+        the width is unknown); resuming after one marks it read. Ends early, for the span to
+        be planned again, when the row bound fell below half of what the plan assumed:
+        changes turned out much wider than planned for."""
         if not self.started:
             self.started = True
-            first_rows = max(FIRST_CHUNK_ROWS, estimates.get(span.first) or 0)
+            small = FIRST_CHUNK_ROWS if self.width.known else SAMPLE_ROWS
+            first_rows = max(small, estimates.get(span.first) or 0)
             bound = min(self.width.rows_per_chunk(), first_rows)
             chunk = next(plan(self.next_version, span.last, estimates, bound, self.max_versions))
             yield chunk

@@ -77,6 +77,7 @@ def test_wider_rows_than_planned_for_end_the_plan_for_a_new_one() -> None:
 
 def test_the_first_chunk_of_a_start_is_small_then_chunks_grow() -> None:
     c = Course(0, None, max_versions=100, width=RowWidth(max_rows=500_000, max_bytes=128 * MIB))
+    c.width.learn(nbytes=100 * 1_000, rows=1_000)  # sampled: these versions are larger
     chunks = read_all(c, Span(0, 99, head=99), {v: 10_000 for v in range(100)})
 
     assert chunks == [Chunk(0, 4), Chunk(5, 54), Chunk(55, 99)]  # FIRST_CHUNK_ROWS, max_rows
@@ -112,7 +113,7 @@ def test_the_width_is_sampled_from_the_first_version_with_changes_until_it_is_kn
     c = course()
     span = Span(0, 4, head=4)
 
-    assert c.sample_version(span, {0: 0, 1: None, 2: 7, 3: 9}) == 2
+    assert c.sample_version(span, {0: 0, 1: None, 2: 7_000, 3: 9}) == 2
     assert c.sample_version(span, {0: 0, 1: None}) is None  # nothing says it has changes
     c.width.learn(nbytes=5_000, rows=50)
     assert c.sample_version(span, {0: 0, 2: 7}) is None
@@ -179,8 +180,24 @@ def chunks_of(c: Course, span: Span) -> Iterator[Chunk]:
 
 def test_a_span_no_larger_than_a_sample_is_read_whole_without_one() -> None:
     c = course()
+    c.started = True  # not a start: see below
     span = Span(0, 3, head=3)
 
     assert c.sample_version(span, {0: 400, 1: 0, 2: 300, 3: 300}) is None  # 1,000 changes
     assert c.sample_version(span, {0: 400, 1: 0, 2: 300, 3: 301}) == 0
     assert c.sample_version(span, {0: 10, 1: None, 2: 3, 3: 1}) == 0  # 1 may hold any number
+
+
+def test_a_start_whose_first_changes_fit_a_sample_reads_them_first_without_one() -> None:
+    """The first chunk teaches the width, read in the cycle's job: no sample's job."""
+    c = Course(0, None, max_versions=10, width=RowWidth(max_rows=500_000, max_bytes=128 * MIB))
+    span, estimates = Span(0, 3, head=3), {0: 0, 1: 600, 2: 600, 3: 600}
+
+    assert c.sample_version(span, estimates) is None
+    chunks = c.chunks(span, estimates)
+    assert next(chunks) == Chunk(0, 1)  # a sample's worth of changes at most
+    c.width.learn(nbytes=600 * 100, rows=600)
+    assert list(chunks) == [Chunk(2, 3)]
+    assert course().sample_version(Span(0, 1, head=1), {0: 1_001, 1: 5}) == 0  # larger: sampled
+    narrow = Course(0, None, max_versions=10, width=RowWidth(max_rows=500_000, max_bytes=2**19))
+    assert narrow.sample_version(span, estimates) == 1  # a chunk of 512 KiB: sampled first
