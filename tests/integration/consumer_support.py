@@ -189,3 +189,17 @@ def consumers_of(
         consumers.stop()
         running.join(120)
     assert not running.is_alive(), "the consumers did not stop within 120 s"
+
+
+def joined_member(kafka: str, group: str, topic: str) -> Any:
+    """A confluent-kafka consumer in group, subscribed to topic and given its partitions,
+    that commits nothing: a running member, for the caller to close."""
+    from confluent_kafka import Consumer
+
+    member = Consumer({"bootstrap.servers": kafka, "group.id": group, "enable.auto.commit": False})
+    member.subscribe([topic])
+    deadline = time.monotonic() + 60
+    while not member.assignment():
+        assert time.monotonic() < deadline, "the member got no partitions"
+        member.poll(0.5)
+    return member

@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
 from confluent_kafka.admin import NewTopic
 
 from consumer.cli import main
@@ -16,6 +15,7 @@ from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     Changes,
+    joined_member,
     order,
     orphan_dead_letter_topics_removed,  # noqa: F401 - autouse
     settings,
@@ -116,15 +116,8 @@ def test_reset_offsets_refuses_a_running_group_and_moves_nothing(
     group = f"{topic}-group"
     consume(endpoints, topic, ch_database)
     before = offsets.committed({"bootstrap.servers": endpoints.kafka}, group, topic)
-    member = Consumer(
-        {"bootstrap.servers": endpoints.kafka, "group.id": group, "enable.auto.commit": False}
-    )
-    member.subscribe([topic])
+    member = joined_member(endpoints.kafka, group, topic)
     try:
-        deadline = time.monotonic() + 60
-        while not member.assignment():
-            assert time.monotonic() < deadline, "the member got no partitions"
-            member.poll(0.5)
         capsys.readouterr()
         code = main(["--topic", topic, "--group", group, "reset-offsets", "--to-earliest"])
     finally:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
 
 from consumer.cli import main
 from consumer.group.offsets import positions
@@ -21,6 +20,7 @@ from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     consumer_env,
+    joined_member,
     resolved,
     verify_settings,
     wait_until_resolved_as,
@@ -117,16 +117,8 @@ def test_an_engine_applied_after_two_struct_additions_ends_equal_with_no_errors_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path, topic = str(tmp_path / "twice"), unique("twice")
-    table = f"delta.`{path}`"
-    spark.sql(
-        f"CREATE TABLE {table} (id BIGINT, addr STRUCT<street: STRING>) USING delta "
-        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
-    )
-    spark.sql(f"INSERT INTO {table} VALUES (1, named_struct('street', 's1'))")
-    publish(spark, endpoints, path, "id", topic=topic, until_version=1)
     consumer_env(monkeypatch, endpoints, ch_database)
-    engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
-    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+    table, engine = _one_struct_engine(spark, endpoints, path, topic)
     settings = verify_settings(
         endpoints, ch_database, path, "by_kafka", topic=topic, wait_seconds=60
     )
@@ -168,28 +160,13 @@ def test_an_engine_brought_to_a_newer_schema_before_it_committed_loses_no_row(
     under its member; the new Kafka table, which cannot parse the first messages, gets its
     table loaded from the lake, and nothing is left in its errors table."""
     path, topic = str(tmp_path / "unread"), unique("unread")
-    table = f"delta.`{path}`"
-    spark.sql(
-        f"CREATE TABLE {table} (id BIGINT, addr STRUCT<street: STRING>) USING delta "
-        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
-    )
-    spark.sql(f"INSERT INTO {table} VALUES (1, named_struct('street', 's1'))")
-    publish(spark, endpoints, path, "id", topic=topic, until_version=1)
     consumer_env(monkeypatch, endpoints, ch_database)
-    engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
-    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+    table, engine = _one_struct_engine(spark, endpoints, path, topic)
     for view in ("by_kafka_kafka_mv", "by_kafka_kafka_errors_mv"):  # ClickHouse reads nothing
         clickhouse.command(f"DROP VIEW `{ch_database}`.`{view}` SYNC")
     built = built_from(clickhouse, Target(ch_database, "by_kafka"))
     assert built is not None and built.group
-    member = Consumer(  # the engine's member, joined, that has not committed yet
-        {"bootstrap.servers": endpoints.kafka, "group.id": built.group, "enable.auto.commit": False}
-    )
-    member.subscribe([topic])
-    deadline = time.monotonic() + 60
-    while not member.assignment():
-        assert time.monotonic() < deadline, "the member got no partitions"
-        member.poll(0.5)
+    member = joined_member(endpoints.kafka, built.group, topic)  # has not committed yet
 
     spark.sql(f"ALTER TABLE {table} ADD COLUMNS (addr.country STRING)")  # 2
     spark.sql(f"INSERT INTO {table} VALUES (2, named_struct('street', 's2', 'country', 'fr'))")
@@ -207,3 +184,20 @@ def test_an_engine_brought_to_a_newer_schema_before_it_committed_loses_no_row(
     time.sleep(6)  # the engine's flush interval (5 s): whatever it could not parse is logged
     errors = f"SELECT count() FROM `{ch_database}`.by_kafka_kafka_errors"
     assert clickhouse.command(errors) == 0
+
+
+def _one_struct_engine(
+    spark: Any, endpoints: Endpoints, path: str, topic: str
+) -> tuple[str, list[str]]:
+    """A Delta table of one struct column, its first row published to topic, and a Kafka
+    engine applied for it (with consumer_env): the table's SQL name and the engine's flags."""
+    table = f"delta.`{path}`"
+    spark.sql(
+        f"CREATE TABLE {table} (id BIGINT, addr STRUCT<street: STRING>) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    spark.sql(f"INSERT INTO {table} VALUES (1, named_struct('street', 's1'))")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=1)
+    engine = ["--topic", topic, "--group", unique("engine"), "--table", "by_kafka"]
+    assert main([*engine, "kafka-engine-ddl", "--apply"]) == 0
+    return table, engine
