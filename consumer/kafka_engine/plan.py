@@ -19,6 +19,7 @@ from consumer.tables.placement import Placement
 from consumer.tables.table_check import Columns
 from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
+from schemas.progress import Generation
 from schemas.target import Target
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
@@ -121,7 +122,8 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         chosen = replace(again, source=replace(again.source, group=moved))
     with sorted_errors(settings.clickhouse.url):
         before = built_from(placement.client, chosen.target)
-    _first_read(settings, chosen, new=before is None)
+    generation = Progress(settings.kafka.client_config(), chosen.source.topic).read().generation
+    _first_read(settings, chosen, generation, new=before is None)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(
             placement,
@@ -138,13 +140,13 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
             placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
         )
     if before is not None and before.schema_id < chosen.schema_id:  # a re-read, just set
-        _readable(settings, chosen, group)
+        _readable(settings, chosen, generation, group)
     chosen = replace(chosen, source=replace(source, group=group))
     with sorted_errors(settings.clickhouse.url):
         placement.ddl_each(chosen.engine_ddl)
 
 
-def _readable(settings: ConsumerSettings, chosen: Plan, group: str) -> None:
+def _readable(settings: ConsumerSettings, chosen: Plan, generation: Generation, group: str) -> None:
     """An engine brought to a newer schema re-reads from the first message newer than its
     table (where the old group read nothing: from the generation's start); when that message
     has older struct shapes (after two struct additions, the middle schema's; or the first
@@ -152,14 +154,15 @@ def _readable(settings: ConsumerSettings, chosen: Plan, group: str) -> None:
     group set after it (consumer/kafka_engine/late.py)."""
     kafka, topic = settings.kafka.client_config(), chosen.source.topic
     schemas = Schemas(settings.schema_registry.client_config())
-    generation = Progress(kafka, topic).read().generation
     starts = {**generation.start, **offsets.committed(kafka, group, topic)}
     shapes = older_shapes(kafka, topic, starts, schemas, chosen.schema_id)
     if shapes:
         bootstrapped(settings, group, shapes)
 
 
-def _first_read(settings: ConsumerSettings, chosen: Plan, new: bool) -> None:
+def _first_read(
+    settings: ConsumerSettings, chosen: Plan, generation: Generation, new: bool
+) -> None:
     """The engine's group must find the topic's history it needs (consumer/group/history.py).
     A new engine's group (no Kafka table yet, no offsets) is set to the start of the topic's
     current generation, not older ones' rows, unless the engine cannot read that
@@ -167,7 +170,6 @@ def _first_read(settings: ConsumerSettings, chosen: Plan, new: bool) -> None:
     (consumer/kafka_engine/late.py). An engine in place may not have committed yet; its
     group is live and is not moved under it."""
     kafka, topic, group = settings.kafka.client_config(), chosen.source.topic, chosen.source.group
-    generation = Progress(kafka, topic).read().generation
     found, missing = history.group_gaps(kafka, group, topic, generation)
     if missing:
         gone = history.refusal(topic, f"the Kafka engine's group {group}", missing)
