@@ -7,14 +7,22 @@ group it reads with; when the topic's latest schema is newer, apply:
 
 1. drops the two materialized views: the Kafka table reads only while a view reads it, and
    what it read is inserted, then committed;
-2. reads where its group stands, then drops the Kafka table;
-3. gives a new group, `<group>-<schema id>`, the offsets to read from: in each partition,
-   the first message written with a newer schema than the table's, if the old group read
-   past one (a partition's schema ids only grow within a generation, so the offsets before
-   the committed one are bisected), else where the old group stands; a partition the old
-   group has not committed in yet is read from the generation's start, whose first message
-   apply checks first (consumer/kafka_engine/late.py);
-4. lets apply create the Kafka table, reading with the new group, and the views again.
+2. reads where its group stands, and gives a new group, `<group>-<schema id>`, the offsets
+   to read from: in each partition, the first message written with a newer schema than the
+   table's, if the old group read past one (a partition's schema ids only grow within a
+   generation, so the offsets before the committed one are bisected), else where the old
+   group stands; a partition the old group has not committed in yet is read from the
+   generation's start, whose first message apply checks first
+   (consumer/kafka_engine/late.py);
+3. records the new group in the target table's mark (consumer/tables/generation.py);
+4. drops the Kafka table;
+5. lets apply create the Kafka table, reading with the new group, and the views again.
+
+Killed before step 4, the next apply finds the old Kafka table and evolves again, to the
+same offsets: the old group has not moved since step 1. Killed after it, the next apply
+finds no Kafka table and reads on with the group step 3 recorded (`recorded_group`), whose
+offsets step 2 set: the old group stands past messages the table holds without their newer
+columns, and reading on with it would leave them so.
 
 A new group, because a dropped Kafka table's member can stay in its old group for minutes
 and hold a rebalance there. The messages read again carry the versions they had; of rows
@@ -38,9 +46,11 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 from consumer.group import offsets
 from consumer.group.registry import schema_id
 from consumer.kafka_engine.ddl import errors_pump, pump, queue
+from consumer.tables.generation import marked, record_engine_group
 from consumer.tables.placement import Placement
 from schemas.errors import ConfigError, ServiceUnavailableError
 from schemas.target import Target
+from services import faults
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 10
@@ -77,30 +87,39 @@ def evolve(
     group: str,
     latest: int,
 ) -> str:
-    """Steps 1-3 when the target's Kafka table was made from an older schema than latest
+    """Steps 1-4 when the target's Kafka table was made from an older schema than latest
     (on every server that holds one); returns the group the Kafka table is to read with."""
     built = built_from(placement.client, target)
     if built is None or built.schema_id >= latest:
         return built.group if built is not None and built.group else group
     for view in (pump(target), errors_pump(target)):  # 1.
         placement.drop("VIEW", view.name)
-    old = built.group or group
-    start = starts(kafka, old, topic, built.schema_id)  # 2.
-    placement.drop("TABLE", queue(target).name)
     new = f"{group}-{latest}"
+    start = starts(kafka, built.group or group, topic, built.schema_id)  # 2.
+    if start:
+        _reset(kafka, new, start)
+    record_engine_group(placement, target, new)  # 3.
+    faults.reach("kafka_engine_evolve.recorded")
+    placement.drop("TABLE", queue(target).name)  # 4.
+    faults.reach("kafka_engine_evolve.dropped")
     if not built.schema_id:
         log.warning(
             "Kafka table made by an earlier release, from a schema it did not name: made again "
             "from the latest; rows it read without the newer columns stay so until a rebuild",
             extra={"table": queue(target).name},
         )
-    if start:
-        _reset(kafka, new, start)  # 3.
     log.info(
         "Kafka table brought to a newer schema",
         extra={"table": queue(target).name, "from": built.schema_id, "to": latest, "group": new},
     )
     return new
+
+
+def recorded_group(client: Client, target: Target, group: str) -> str | None:
+    """The group step 3 recorded for target's Kafka engine, one of group's (`<group>-<id>`);
+    None when there is none."""
+    found = marked(client, target).engine_group
+    return found if found.startswith(f"{group}-") else None
 
 
 def starts(kafka: Mapping[str, Any], group: str, topic: str, built: int) -> list[TopicPartition]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from consumer.group import history, offsets
 from consumer.group.registry import Schemas
 from consumer.kafka_engine.ddl import KafkaSource, engine_statements, statements
-from consumer.kafka_engine.evolve import built_from, evolve
+from consumer.kafka_engine.evolve import built_from, evolve, recorded_group
 from consumer.kafka_engine.late import bootstrapped, older_shapes
 from consumer.kafka_engine.rebuild import rebuilt_group
 from consumer.settings import ConsumerSettings
@@ -108,7 +108,8 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
     """With `rebuild = "auto"`, rebuild a table behind its topic's generation first
     (consumer/kafka_engine/rebuild.py); check that the topic holds what the engine's group
     needs, create (or check) the target table, bring Kafka-engine objects made from an older
-    value schema up to the latest (consumer/kafka_engine/evolve.py), load the table from the
+    value schema up to the latest (consumer/kafka_engine/evolve.py; where an apply was
+    killed in that step, read on with the group it recorded), load the table from the
     lake where the engine's group would start at messages it cannot parse
     (consumer/kafka_engine/late.py), then create the Kafka table and its views where
     missing. A table rebuilt for a new generation is planned again: `chosen` may have been
@@ -122,8 +123,13 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         chosen = replace(again, source=replace(again.source, group=moved))
     with sorted_errors(settings.clickhouse.url):
         before = built_from(placement.client, chosen.target)
+        resumed = None  # an evolve killed after it dropped the Kafka table: its new group
+        if before is None and moved is None:
+            resumed = recorded_group(placement.client, chosen.target, chosen.source.group)
+    if resumed is not None:
+        chosen = replace(chosen, source=replace(chosen.source, group=resumed))
     generation = Progress(settings.kafka.client_config(), chosen.source.topic).read().generation
-    _first_read(settings, chosen, generation, new=before is None)
+    _first_read(settings, chosen, generation, new=before is None and resumed is None)
     with sorted_errors(settings.clickhouse.url):
         table.ensure(
             placement,
@@ -139,7 +145,7 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         group = evolve(
             placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
         )
-    if before is not None and before.schema_id < chosen.schema_id:  # a re-read, just set
+    if resumed or (before is not None and before.schema_id < chosen.schema_id):  # a re-read
         _readable(settings, chosen, generation, group)
     chosen = replace(chosen, source=replace(source, group=group))
     with sorted_errors(settings.clickhouse.url):

@@ -26,7 +26,7 @@ import logging
 
 from consumer.group import offsets
 from consumer.kafka_engine.ddl import errors_pump, pump, queue
-from consumer.kafka_engine.evolve import built_from
+from consumer.kafka_engine.evolve import built_from, recorded_group
 from consumer.rebuild.auto_rebuild import behind, rebuilt
 from consumer.rebuild.steps import builder_group
 from consumer.settings import ConsumerSettings
@@ -72,10 +72,13 @@ def _resumed(
     placement: Placement, settings: ConsumerSettings, target: Target, group: str
 ) -> str | None:
     """A rebuilt table whose Kafka table is missing: the generation's group, set where the
-    rows reach when it has no offsets; None for generation 0 or an engine in place."""
+    rows reach when it has no offsets; None for generation 0, an engine in place, or a group
+    an evolve recorded after the rebuild."""
     found = marked(placement.client, target)
     if not found.generation or built_from(placement.client, target) is not None:
         return None
+    if recorded_group(placement.client, target, group) is not None:
+        return None  # an evolve since the rebuild recorded its group: apply reads on with it
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
     new = f"{group}-g{found.generation}"
     if found.start and not offsets.committed(kafka, new, topic):

@@ -10,12 +10,17 @@ the rebuild's group stood when its table was swapped in. It is durable with the 
 live group that restarts behind it (the rebuild killed before it moved the group, or the
 group's offsets reset to older ones) jumps to it instead of writing an older generation's
 rows into the table (consumer/rebuild/first_read.py `floor`).
+
+It also names the group a Kafka engine reads with (`engine_group`), recorded by
+consumer/kafka_engine/evolve.py before it drops the Kafka table whose comment names it: an
+apply killed before it made that table again reads on with the recorded group, not an older
+one that stands past messages the table holds without their newer columns.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clickhouse_connect.driver.client import Client
 
@@ -25,20 +30,35 @@ from schemas.target import Target
 
 KEY = "cdfbridge_generation"
 START_KEY = "cdfbridge_start"
+ENGINE_KEY = "cdfbridge_engine_group"
 
 
 @dataclass(frozen=True)
 class Mark:
     generation: int = 0
     start: dict[int, int] = field(default_factory=dict)  # partition → offset the rows reach
+    engine_group: str = ""  # the Kafka engine's group, once an evolve recorded it
 
 
 def mark(
     placement: Placement, target: Target, generation: int, start: dict[int, int] | None = None
 ) -> None:
-    recorded: dict[str, object] = {KEY: generation}
-    if start:
-        recorded[START_KEY] = {str(p): offset for p, offset in sorted(start.items())}
+    """Record that target holds generation, its rows reaching start (a new mark: a rebuilt
+    table's Kafka engine is given its group by the rebuild)."""
+    _write(placement, target, Mark(generation, dict(start or {})))
+
+
+def record_engine_group(placement: Placement, target: Target, group: str) -> None:
+    """Record, beside target's generation mark, the group its Kafka engine reads with."""
+    _write(placement, target, replace(marked(placement.client, target), engine_group=group))
+
+
+def _write(placement: Placement, target: Target, found: Mark) -> None:
+    recorded: dict[str, object] = {KEY: found.generation}
+    if found.start:
+        recorded[START_KEY] = {str(p): offset for p, offset in sorted(found.start.items())}
+    if found.engine_group:
+        recorded[ENGINE_KEY] = found.engine_group
     comment = literal(json.dumps(recorded))
     placement.ddl(lambda on: f"ALTER TABLE {target.local.name}{on} MODIFY COMMENT {comment}")
 
@@ -80,6 +100,7 @@ def read_mark(comment: str) -> Mark:
     if not isinstance(recorded, dict):
         return Mark()
     value, start = recorded.get(KEY, 0), recorded.get(START_KEY) or {}
-    if not isinstance(value, int) or not isinstance(start, dict):
+    group = recorded.get(ENGINE_KEY, "")
+    if not isinstance(value, int) or not isinstance(start, dict) or not isinstance(group, str):
         return Mark()
-    return Mark(value, {int(p): int(o) for p, o in start.items()})
+    return Mark(value, {int(p): int(o) for p, o in start.items()}, group)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from consumer.tables.generation import Mark, read_mark
 from consumer.tables.table import add_columns_sql, create_table_sql, current_view_sql
 from consumer.tables.table_check import additions, grown
 from schemas.changes import IS_DELETED_SQL, version_sql
@@ -171,3 +172,13 @@ def test_the_generation_column_is_added_to_a_table_of_an_older_shape() -> None:
     assert additions(TARGET, {"id": "Int64"}, wanted) == [("_generation", "Int64")]
     with pytest.raises(SchemaMismatchError, match="other Int64 is new and not nullable"):
         additions(TARGET, {"id": "Int64"}, [*wanted, ("other", "Int64")])
+
+
+def test_a_tables_mark_keeps_its_generation_start_and_engine_group() -> None:
+    comment = (
+        '{"cdfbridge_generation": 2, "cdfbridge_start": {"0": 5}, "cdfbridge_engine_group": "g-7"}'
+    )
+    assert read_mark(comment) == Mark(2, {0: 5}, "g-7")
+    assert read_mark('{"cdfbridge_generation": 1}') == Mark(1)
+    assert read_mark('{"cdfbridge_engine_group": 7}') == Mark()  # someone else's comment
+    assert read_mark("a comment of the user's") == Mark()
