@@ -105,13 +105,11 @@ def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The three tables start at once; a cycle waits long enough to take their first reads.
+    # Once the three tables are at their heads, each commits at once; a cycle waits long
+    # enough to take the three reads together.
     monkeypatch.setattr("producer.cycle.GATHER_S", 20.0)
     monkeypatch.setattr("producer.cycle.QUIET_S", 10.0)
     tables = lake(tmp_path, "abc", rows=20)
-    broken_path, _ = tables["b"]
-    broken = Generator(broken_path, seed=5).commit("insert", 20)
-    _remove_data_files_of(broken_path, broken)  # its read fails in the Spark job
     topics = {name: unique(f"cycle_{name}") for name in tables}
     entries = [
         {"table": p, "primary_key": "id", "topic": topics[n]} for n, (p, _) in tables.items()
@@ -119,18 +117,25 @@ def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
     caplog.set_level(logging.INFO, logger="cdfbridge")
     stop, thread, raised = following(endpoints, entries, spark)
     try:
+        for name, (_, head) in tables.items():
+            _wait_for(lambda t=topics[name], v=head: published(endpoints, t, v), name)
+        last = {}
+        for seed, (name, (path, _)) in enumerate(tables.items()):
+            if name == "b":  # its read fails in the cycle's Spark job
+                broken = Generator(path, seed=5).commit("insert", 20)
+                _remove_data_files_of(path, broken)
+            else:
+                last[name] = Generator(path, seed=seed + 10).commit("update", 10)
         _wait_for(lambda: _failures(topics["b"]) >= 1, "table b to fail")
-        for name in "ac":
-            path, last = tables[name]
-            _wait_for(lambda t=topics[name], v=last: published(endpoints, t, v), name)
+        for name, version in last.items():
+            _wait_for(lambda t=topics[name], v=version: published(endpoints, t, v), name)
         assert thread.is_alive()
     finally:
         stop.set()
         thread.join(60)
     assert raised == []
-    for name in "ac":
-        path, last = tables[name]
-        assert len(published_once(endpoints, topics[name])) == changes_of(path, last)
+    for name, version in last.items():
+        assert len(published_once(endpoints, topics[name])) == changes_of(tables[name][0], version)
     assert not published(endpoints, topics["b"], broken)
     events = [r.getMessage() for r in caplog.records]
     assert any('"cycle_failed"' in e for e in events), "the failing read was never in a cycle"
