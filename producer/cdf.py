@@ -103,7 +103,9 @@ class DirectChangeFeed:
                 if latest.version() == last
                 else self._log.getSnapshotAt(last, none, none, False)
             )
-            start = self._log.getSnapshotAt(first, none, none, False)
+            # No commit after first changes the table: first's snapshot is end's.
+            unchanged = self.commits is not None and self.commits.settled(first + 1, last)
+            start = end if unchanged else self._log.getSnapshotAt(first, none, none, False)
             if _column_mapping(end) or _column_mapping(start):
                 return None  # the public reader picks the schema mode for those
             self._end = end

@@ -10,6 +10,10 @@ follow loop needs before reading its changes:
   (`settled`) is read with the schema and the Delta snapshot already known, with no
   DeltaLog.update and no schema analysis.
 
+A start reads the commit files of its first versions the same way (`read_back`): when none
+after the first changes the table, their schema and snapshot are the head's, and no older
+snapshot is built (each costs a Spark job where the table has no checksum files).
+
 Each new commit is also checked to be the same table's (`LogReplacedError` otherwise),
 before any of its changes is read: a table dropped and created again at its path while it
 is followed has a log whose versions start over, and whose later versions are not the
@@ -108,6 +112,14 @@ class CommitLog(Commits):
             self._check_same_log()
             self._known = (version, self._identity(version))
         return version
+
+    def read_back(self, first: int, last: int) -> None:
+        """Read the commit files of first..last not read yet (a start's versions, before
+        the snapshot loaded): their estimates and whether they change the table. A file
+        cleaned up behind a checkpoint is left unread, and says nothing."""
+        for version in range(first, last + 1):
+            if version not in self:
+                self._found(version)
 
     def _check_same_log(self) -> None:
         """The new commits name no other table, and the known commit file is unchanged."""

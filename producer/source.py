@@ -125,11 +125,12 @@ class DeltaSource:
         few versions, read from their commit files (producer/cdf.py)."""
         from pyspark.sql.functions import col
 
-        commits = self._commits
+        commits, few = self._commits, last - first < COMMIT_FILES_READ
+        if commits is not None and few:
+            commits.read_back(first, last)  # a start's: they tell schema changes too
         known = commits.estimates(first, last) if commits is not None else None
         if known is not None:
             return known
-        few = last - first < COMMIT_FILES_READ
         metrics = self._direct.commit_metrics(first, last) if few and self._direct else None
         if metrics is not None:
             return {version: estimate_rows(found) for version, found in metrics.items()}

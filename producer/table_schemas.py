@@ -61,13 +61,14 @@ class RangeSchemas:
     def of_range(self, first: int, last: int) -> TableSchema | None:
         """The schema of every version first..last if they share one, else None. The range
         that follows the last one looked up starts from that one's end: equal ends of
-        first - 1..last say the same of first..last."""
+        first - 1..last say the same of first..last. Where no commit after first changes
+        the table, first's schema is last's, and is not looked up."""
         if self._known and self._known[0] < first and self.settled(self._known[0] + 1, last):
             self._known = (last, self._known[1])
             return self._known[1]
         before = self._known[1] if self._known and self._known[0] == first - 1 else None
         end = self.at(last)
-        if first == last:
+        if first == last or self.settled(first + 1, last):  # no change after first's
             return end
         start = before if before is not None else self._lookup(first)
         return end if start == end else None

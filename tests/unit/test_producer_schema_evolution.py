@@ -156,3 +156,24 @@ def test_a_span_is_cut_where_its_schema_changes(
 
     assert ranges.parts(3, 40) == parts
     assert len(looked_up) <= 2 + 2 * len(changes_at) * 6  # a bisection, not a scan
+
+
+def test_a_start_whose_later_commits_change_nothing_looks_up_its_last_schema_alone() -> None:
+    looked_up: list[int] = []
+
+    def schema_at(version: int) -> dict[str, object]:
+        looked_up.append(version)
+        return {"columns": 1}
+
+    ranges = RangeSchemas(schema_at, None, ["id"], False)  # type: ignore[arg-type]
+    changed = {0}  # version 0 made the table; read back at the start
+    ranges.settled = lambda first, last: not changed & set(range(first, last + 1))
+    assert ranges.of_range(0, 3) == {"columns": 1}
+    assert looked_up == [3]  # the head's, whose snapshot is loaded; not version 0's
+
+    changed.add(2)  # a metaData action at version 2: both ends looked up
+    looked_up.clear()
+    other = RangeSchemas(schema_at, None, ["id"], False)  # type: ignore[arg-type]
+    other.settled = ranges.settled
+    assert other.of_range(0, 3) == {"columns": 1}
+    assert looked_up == [3, 0]
