@@ -47,9 +47,11 @@ class Chunks:
         course: Course,
         steps: Waterfall,
         cycle: Cycle | None,
+        handed: Callable[[], None] = lambda: None,
     ) -> None:
         self.source, self.ranges, self.course = source, ranges, course
         self.table, self.steps, self.cycle = source.table, steps, cycle
+        self.handed = handed  # called when a read waits in the cycle for its job
         self.estimates: Estimates = {}  # the span's being read
         self.path: str | None = None  # "head" or "backlog": how the span is read
 
@@ -118,7 +120,7 @@ class Chunks:
         cycle = self.cycle
         rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
         nbytes = self.course.width.nbytes(rows)
-        return lambda encoded: cycle.collect(encoded, nbytes)
+        return lambda encoded: cycle.collect(encoded, nbytes, self.handed)
 
     def _snapshot(self, version: int) -> tuple[DataFrame, TableSchema]:
         in_pool(self.source.spark, HISTORY)

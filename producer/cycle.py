@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -74,9 +75,11 @@ class Cycle:
             (self._heads.add if now else self._heads.discard)(table)
             self._changed.notify_all()
 
-    def collect(self, frame: DataFrame, nbytes: int) -> pa.Table:
+    def collect(
+        self, frame: DataFrame, nbytes: int, handed: Callable[[], None] = lambda: None
+    ) -> pa.Table:
         """frame's rows, collected in the next cycle (with the other tables' reads); raises
-        what reading frame raised."""
+        what reading frame raised. handed: called once the read waits for its cycle."""
         read = _Read(frame, nbytes)
         with self._changed:
             self._waiting.append(read)
@@ -84,6 +87,7 @@ class Cycle:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="cycle", daemon=True)
                 self._thread.start()
+        handed()
         return read.rows.result()
 
     def _run(self) -> None:

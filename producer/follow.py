@@ -54,7 +54,8 @@ def follow(
     in parts, `resume`, and the snapshot at snapshot_at, if any), until --until-version is
     published or stop is set while polling; steps: the start-up steps it takes, logged;
     cycle: where reads at the head are collected with other tables' (else each alone);
-    ready: called at its first slice, and whenever it waits for the table to change."""
+    ready: called at its first slice, when a read waits in the cycle, and whenever it
+    waits for the table to change."""
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
@@ -62,7 +63,8 @@ def follow(
         source.schema_json, schemas, config.primary_key, config.include_preimage, policy
     )
     ranges.settled = source.settled
-    chunks = Chunks(source, ranges, course, steps or Waterfall(), cycle)
+    # A read waiting in the cycle needs no turn: the job it joins is the cycle's.
+    chunks = Chunks(source, ranges, course, steps or Waterfall(), cycle, handed=ready)
     idle = Idle(config.poll_interval_s, config.idle_poll_max_s)
 
     def wait() -> bool:  # for the table to change; True: stop

@@ -61,8 +61,8 @@ def follow_table(
     """Publish settings.source's table until its --until-version or the process stops,
     starting over on each resync request; raises CdfBridgeErrors, the object store's
     failures named. cycle: where its reads at the head are collected; kafka: its Kafka
-    side, set up already (or being set up); started: told once its first read is done, or
-    once it finds nothing to read; transactions: the process's transactional producers
+    side, set up already (or being set up); started: told once its first read is done or
+    waits in the cycle, or once it finds nothing to read; transactions: the process's transactional producers
     (None: the table's own)."""
     topic = settings.source.topic_name
     steps, resynced = steps or Waterfall(topic), False
