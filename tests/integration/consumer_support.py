@@ -203,3 +203,13 @@ def joined_member(kafka: str, group: str, topic: str) -> Any:
         assert time.monotonic() < deadline, "the member got no partitions"
         member.poll(0.5)
     return member
+
+
+def wait_until_read(kafka: str, group: str, topic: str) -> None:
+    """Wait (90 s at most) until group has committed everything readable in topic."""
+    from consumer.group.offsets import positions
+
+    deadline = time.monotonic() + 90
+    while any(p.lag for p in positions({"bootstrap.servers": kafka}, group, topic)):
+        assert time.monotonic() < deadline, f"the group {group} did not read {topic} to its end"
+        time.sleep(0.5)

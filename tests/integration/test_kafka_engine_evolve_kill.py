@@ -9,19 +9,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from consumer.cli import main
-from consumer.group.offsets import positions
 from consumer.kafka_engine.evolve import built_from
 from schemas.target import Target
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.consumer_support import consumer_env, verify_settings
+from tests.integration.consumer_support import consumer_env, verify_settings, wait_until_read
 from tests.producer_helpers import publish
 from verify.check import verify
 
@@ -63,7 +61,7 @@ def test_an_apply_killed_in_an_evolve_reads_the_newer_rows_again_with_every_colu
     spark.sql(f"UPDATE {table} SET country = 'de' WHERE id = 1")
     publish(spark, endpoints, path, "id", topic=topic, until_version=4)
     # The old engine reads and commits the newer schema's messages, without `country`.
-    _read_to_the_end(endpoints, old.group, topic)
+    wait_until_read(endpoints.kafka, old.group, topic)
 
     env = {**os.environ, "CDFBRIDGE_FAULT_POINT": point}
     killed = subprocess.run(
@@ -80,10 +78,3 @@ def test_an_apply_killed_in_an_evolve_reads_the_newer_rows_again_with_every_colu
     report = verify(settings)
     assert report.equal, report.render()
     assert clickhouse.command(f"SELECT count() FROM `{ch_database}`.t_kafka_errors") == 0
-
-
-def _read_to_the_end(endpoints: Endpoints, group: str, topic: str) -> None:
-    deadline = time.monotonic() + 90
-    while any(p.lag for p in positions({"bootstrap.servers": endpoints.kafka}, group, topic)):
-        assert time.monotonic() < deadline, f"the engine's group {group} did not catch up"
-        time.sleep(0.5)

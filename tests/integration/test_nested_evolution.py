@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.group.offsets import positions
 from consumer.kafka_engine.evolve import built_from
 from schemas.target import Target
 from tests.conftest import unique
@@ -23,6 +22,7 @@ from tests.integration.consumer_support import (
     joined_member,
     resolved,
     verify_settings,
+    wait_until_read,
     wait_until_resolved_as,
 )
 from tests.integration.test_verify import consume
@@ -65,10 +65,7 @@ def test_fields_added_inside_structs_reach_both_consumers_tables(
     # that had not: test_an_engine_brought_to_a_newer_schema_before_it_committed_loses_no_row).
     built = built_from(clickhouse, Target(ch_database, "by_kafka"))
     assert built is not None and built.group
-    deadline = time.monotonic() + 90
-    while any(p.lag for p in positions({"bootstrap.servers": endpoints.kafka}, built.group, topic)):
-        assert time.monotonic() < deadline, "the engine did not read the first messages"
-        time.sleep(0.5)
+    wait_until_read(endpoints.kafka, built.group, topic)
 
     spark.sql(
         f"ALTER TABLE {table} ADD COLUMNS (addr.country STRING, tags.element.w STRING, "
