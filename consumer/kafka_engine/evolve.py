@@ -46,7 +46,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 from consumer.group import offsets
 from consumer.group.registry import schema_id
 from consumer.kafka_engine.ddl import errors_pump, pump, queue
-from consumer.tables.generation import marked, record_engine_group
+from consumer.tables.generation import Mark, record_engine_group
 from consumer.tables.placement import Placement
 from schemas.errors import ConfigError, ServiceUnavailableError
 from schemas.target import Target
@@ -115,10 +115,10 @@ def evolve(
     return new
 
 
-def recorded_group(client: Client, target: Target, group: str) -> str | None:
-    """The group step 3 recorded for target's Kafka engine, one of group's (`<group>-<id>`);
-    None when there is none."""
-    found = marked(client, target).engine_group
+def recorded_group(mark: Mark, group: str) -> str | None:
+    """The group step 3 recorded in a target's mark for its Kafka engine, one of group's
+    (`<group>-<id>`); None when there is none."""
+    found = mark.engine_group
     return found if found.startswith(f"{group}-") else None
 
 

@@ -15,6 +15,7 @@ from consumer.kafka_engine.late import bootstrapped, older_shapes
 from consumer.kafka_engine.rebuild import rebuilt_group
 from consumer.settings import ConsumerSettings
 from consumer.tables import table
+from consumer.tables.generation import marked
 from consumer.tables.placement import Placement
 from consumer.tables.table_check import Columns
 from schemas.clickhouse import InputColumn, input_columns
@@ -125,7 +126,7 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         before = built_from(placement.client, chosen.target)
         resumed = None  # an evolve killed after it dropped the Kafka table: its new group
         if before is None and moved is None:
-            resumed = recorded_group(placement.client, chosen.target, chosen.source.group)
+            resumed = recorded_group(marked(placement.client, chosen.target), chosen.source.group)
     if resumed is not None:
         chosen = replace(chosen, source=replace(chosen.source, group=resumed))
     generation = Progress(settings.kafka.client_config(), chosen.source.topic).read().generation
@@ -145,7 +146,9 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         group = evolve(
             placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
         )
-    if resumed or (before is not None and before.schema_id < chosen.schema_id):  # a re-read
+    if resumed is not None or (
+        before is not None and before.schema_id < chosen.schema_id
+    ):  # a re-read
         _readable(settings, chosen, generation, group)
     chosen = replace(chosen, source=replace(source, group=group))
     with sorted_errors(settings.clickhouse.url):

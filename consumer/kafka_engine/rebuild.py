@@ -77,7 +77,7 @@ def _resumed(
     found = marked(placement.client, target)
     if not found.generation or built_from(placement.client, target) is not None:
         return None
-    if recorded_group(placement.client, target, group) is not None:
+    if recorded_group(found, group) is not None:
         return None  # an evolve since the rebuild recorded its group: apply reads on with it
     kafka, topic = settings.kafka.client_config(), settings.consumer.topic
     new = f"{group}-g{found.generation}"

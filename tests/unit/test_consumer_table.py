@@ -182,3 +182,11 @@ def test_a_tables_mark_keeps_its_generation_start_and_engine_group() -> None:
     assert read_mark('{"cdfbridge_generation": 1}') == Mark(1)
     assert read_mark('{"cdfbridge_engine_group": 7}') == Mark()  # someone else's comment
     assert read_mark("a comment of the user's") == Mark()
+
+
+def test_an_engine_group_recorded_for_another_group_is_not_read_on_with() -> None:
+    from consumer.kafka_engine.evolve import recorded_group
+
+    assert recorded_group(Mark(engine_group="g-7"), "g") == "g-7"
+    assert recorded_group(Mark(engine_group="g-7"), "h") is None  # --group changed since
+    assert recorded_group(Mark(), "g") is None
