@@ -165,8 +165,10 @@ def _unmoved(group: str, why: str) -> ConfigError:
 
 
 def exists(client_config: Mapping[str, Any], topic: str) -> bool:
-    """Whether the brokers know the topic (without creating it)."""
-    admin = AdminClient(dict(client_config))
+    """Whether the brokers know the topic, without creating it: a broker creates a topic an
+    admin client asks about by default (auto.create.topics.enable), and made so, a data
+    topic would have the broker's partition count and retention, not the producer's."""
+    admin = AdminClient({**client_config, "allow.auto.create.topics": False})
     try:
         found = admin.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
     except KafkaException as exc:

@@ -16,15 +16,19 @@ from typing import Any
 
 import clickhouse_connect
 import pytest
+from confluent_kafka.admin import ConfigResource
 
 from consumer.group import offsets
 from consumer.group.loop import Pipeline
 from consumer.group.metrics import RETRIES, ROWS
 from consumer.group.startup import leave, member_consumer
+from consumer.rebuild.first_read import Starts, starts
+from producer.topics import ensure_topics
+from schemas.naming import REPLAYABLE, progress_topic
 from services.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings
-from tests.conftest import free_port
+from tests.conftest import free_port, unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (
     Changes,
@@ -264,6 +268,28 @@ def test_consumer_started_before_its_producer_waits_outside_the_group_then_consu
     running.stop()
 
     assert group.members == []  # it did not hold the partitions while it could not write
+
+
+def test_a_consumer_started_before_its_topic_exists_leaves_it_for_the_producer_to_create(
+    endpoints: Endpoints, kafka_admin: Any, ch_database: str
+) -> None:
+    """`run` first asks where its group starts (consumer/rebuild/first_read.py). The broker
+    creates a topic a client asks about by default (auto.create.topics.enable): made so, the
+    data topic would get the broker's partition count and retention, not compaction, and
+    the producer leaves an existing topic as it is."""
+    topic = unique("topic")
+
+    found = starts(settings(endpoints, topic, ch_database))
+
+    assert found == Starts()
+    ensure_topics({"bootstrap.servers": endpoints.kafka}, topic, 2)
+    try:
+        config = kafka_admin.describe_configs([ConfigResource("topic", topic)])
+        made = next(iter(config.values())).result(timeout=30)
+        assert made["cleanup.policy"].value == REPLAYABLE["cleanup.policy"]
+        assert len(kafka_admin.list_topics(topic, timeout=10).topics[topic].partitions) == 2
+    finally:
+        kafka_admin.delete_topics([topic, progress_topic(topic)])
 
 
 def test_a_member_leaving_during_its_join_is_not_left_in_the_group(
