@@ -86,16 +86,18 @@ def evolve(
     topic: str,
     group: str,
     latest: int,
+    begin: Mapping[int, int],
 ) -> str:
     """Steps 1-4 when the target's Kafka table was made from an older schema than latest
-    (on every server that holds one); returns the group the Kafka table is to read with."""
+    (on every server that holds one); returns the group the Kafka table is to read with.
+    begin: where the topic's current generation starts, by partition."""
     built = built_from(placement.client, target)
     if built is None or built.schema_id >= latest:
         return built.group if built is not None and built.group else group
     for view in (pump(target), errors_pump(target)):  # 1.
         placement.drop("VIEW", view.name)
     new = f"{group}-{latest}"
-    start = starts(kafka, built.group or group, topic, built.schema_id)  # 2.
+    start = starts(kafka, built.group or group, topic, built.schema_id, begin)  # 2.
     if start:
         _reset(kafka, new, start)
     record_engine_group(placement, target, new)  # 3.
@@ -122,18 +124,25 @@ def recorded_group(mark: Mark, group: str) -> str | None:
     return found if found.startswith(f"{group}-") else None
 
 
-def starts(kafka: Mapping[str, Any], group: str, topic: str, built: int) -> list[TopicPartition]:
+def starts(
+    kafka: Mapping[str, Any], group: str, topic: str, built: int, begin: Mapping[int, int]
+) -> list[TopicPartition]:
     """Where a new group takes over from group in each partition group has read: at the
     first message of a schema newer than built that group read, else where group stands.
-    built 0 (unknown): where group stands."""
+    built 0 (unknown): where group stands. In a partition group has not committed in, at
+    the generation's start (begin); where begin has none, the engine's own reset reads
+    from the partition's first message, as the old group would have."""
     probe = reader(kafka, group)  # committed() only: never joins
     try:
         partitions = sorted(probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions)
         asked = [TopicPartition(topic, p) for p in partitions]
         moved = []
         for committed in probe.committed(asked, timeout=TIMEOUT_S):
-            if committed.offset < 0:
-                continue  # nothing read there yet: the new group reads it from the start
+            if committed.offset < 0:  # nothing read there yet: not an older generation's
+                if committed.partition in begin:
+                    at = begin[committed.partition]
+                    moved.append(TopicPartition(topic, committed.partition, at))
+                continue
             low, _ = probe.get_watermark_offsets(committed, timeout=TIMEOUT_S)
             start = _first_newer(probe, committed, low, built) if built else committed.offset
             moved.append(TopicPartition(topic, committed.partition, start))

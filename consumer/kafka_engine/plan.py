@@ -144,7 +144,13 @@ def apply(settings: ConsumerSettings, chosen: Plan) -> None:
         kafka = settings.kafka.client_config()
         source = chosen.source
         group = evolve(
-            placement, kafka, chosen.target, source.topic, source.group, chosen.schema_id
+            placement,
+            kafka,
+            chosen.target,
+            source.topic,
+            source.group,
+            chosen.schema_id,
+            generation.start,
         )
     if resumed is not None or (
         before is not None and before.schema_id < chosen.schema_id
