@@ -1,13 +1,14 @@
 """The producer's topics: the data topic and its compacted `<topic>.progress`, created when
-missing, and waited for until the cluster lists them."""
+missing, and waited for until the cluster describes them."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schemas.errors import TableConfigError
@@ -23,6 +24,8 @@ TOPIC_NAMES = (
 )
 # Topics just created are looked for again after 0.5 and 1 s, then every 2 s: about 30 s.
 LIST_ATTEMPTS = 16
+# A topic not there yet, or just created and without leaders yet.
+_NOT_YET = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE)
 
 
 def ensure_topics(
@@ -34,8 +37,10 @@ def ensure_topics(
 ) -> None:
     """Create the data topic, taking messages up to max_message_bytes, with topic_config
     (compacted by default: schemas/naming.py REPLAYABLE), and the compacted progress topic,
-    when missing. Existing topics are left as they are."""
-    admin = AdminClient(kafka_config)
+    when missing. Existing topics are left as they are. Both are described by name through
+    the process's one admin client: a lake's start asks for each of its tables, and a
+    listing of every topic costs as much as the cluster has topics."""
+    admin = _admin(tuple(sorted(kafka_config.items())))
     where = str(kafka_config.get("bootstrap.servers", "?"))
     wanted = [
         NewTopic(
@@ -50,11 +55,12 @@ def ensure_topics(
         NewTopic(progress_topic(topic), 1, -1, config={"cleanup.policy": "compact"}),
     ]
     try:
-        existing = admin.list_topics(timeout=30).topics
-        missing = [t for t in wanted if t.topic not in existing]
+        described = _described(admin, [t.topic for t in wanted])
+        missing = [t for t in wanted if t.topic not in described]
         for name, future in admin.create_topics(missing).items() if missing else ():
             _created(future, name)
-        _wait_until_listed(admin, [t.topic for t in wanted], where)
+        if missing:
+            _wait_until_described(admin, [t.topic for t in wanted], where)
     except KafkaException as exc:
         error = error_of(exc)
         if error.code() == KafkaError.TOPIC_EXCEPTION:  # Kafka's InvalidTopicException
@@ -62,6 +68,26 @@ def ensure_topics(
                 f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}"
             ) from exc
         raise client_failure(error, where, f"creating topic {topic}") from exc
+
+
+@functools.cache
+def _admin(config: tuple[tuple[str, str | int | float | bool], ...]) -> AdminClient:
+    """The process's admin client for a Kafka config; it never asks the broker to create
+    a topic it describes (auto.create.topics.enable)."""
+    return AdminClient({**dict(config), "allow.auto.create.topics": False})
+
+
+def _described(admin: AdminClient, topics: list[str]) -> set[str]:
+    """Those of topics the cluster knows, with their partitions."""
+    found = set()
+    for name, future in admin.describe_topics(TopicCollection(topics)).items():
+        try:
+            if future.result(timeout=30).partitions:
+                found.add(name)
+        except KafkaException as exc:
+            if error_of(exc).code() not in _NOT_YET:
+                raise
+    return found
 
 
 def _created(future: Any, name: str) -> None:
@@ -72,11 +98,10 @@ def _created(future: Any, name: str) -> None:
             raise
 
 
-def _wait_until_listed(admin: AdminClient, topics: list[str], where: str) -> None:
+def _wait_until_described(admin: AdminClient, topics: list[str], where: str) -> None:
     began = time.monotonic()
     for attempt in retrying(f"Kafka to list {topics}", max_backoff_s=2.0, attempts=LIST_ATTEMPTS):
         with attempt:
-            listed = admin.list_topics(timeout=10).topics
-            if not all(t in listed and listed[t].partitions for t in topics):
-                waited = f"not listed after {time.monotonic() - began:.0f} s"
+            if len(_described(admin, topics)) < len(topics):
+                waited = f"not described after {time.monotonic() - began:.0f} s"
                 raise KafkaUnavailableError(where, f"creating topics {topics}", waited)
