@@ -78,10 +78,11 @@ class FencedError(TerminalError):
 
 
 class SparkDriverLostError(ServiceUnavailableError):
-    def __init__(self, from_version: int, cause: str) -> None:
+    def __init__(self, from_version: int | None, cause: str) -> None:
+        reading = "" if from_version is None else f" while reading versions from {from_version}"
         super().__init__(
-            f"the Spark driver JVM died or stopped answering while reading versions from "
-            f"{from_version} ({cause}); its log above says why. If it ran out of memory "
+            f"the Spark driver JVM died or stopped answering{reading} ({cause}); its log "
+            "above says why. If it ran out of memory "
             "(java.lang.OutOfMemoryError), give it more with --conf spark.driver.memory=4g or "
             "lower --max-bytes-per-chunk. Published progress is kept: a restart resumes after "
             "the last whole chunk"

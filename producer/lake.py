@@ -1,5 +1,7 @@
-"""Many tables through one Spark session: each table followed in a thread of its own, by the
-same `follow_table` that runs a single table (producer/table.py), fairly, and failing alone.
+"""Every table through one Spark session: each table followed in a thread of its own by
+`follow_table` (producer/table.py), fairly, and failing alone. A table given on its own (no
+[[tables]]) is a lake of one, run by the same code; only its failure stops the process, with
+the exit code it calls for, and its Kafka side is set up while Spark starts (`Begun`).
 
 - Reads at the tables' heads are collected in one Spark job per cycle (producer/cycle.py).
 - At most STARTING_AT_ONCE tables start at once: from their Delta logs' load until their
@@ -33,6 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,6 +47,7 @@ from producer.publish import Transactions
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
+from producer.startup import KafkaSide, Waterfall, discard
 from producer.table import follow_table
 from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
 from services.retry import Stopped, retrying
@@ -60,14 +64,15 @@ def follow_all(
     resyncs: Resyncs,
     cycle: Cycle,
     transactions: Transactions,
+    begun: Begun | None = None,
 ) -> None:
     """Follow every table of settings until each is done (--until-version) or the process
     stops (resyncs.stop); raises the first error that stops every table. cycle: where the
     tables' reads at their heads are collected together; transactions: the Kafka
-    transactions their chunks share."""
+    transactions their chunks share; begun: a lone table's start, begun before Spark's."""
     starts = Starts(STARTING_AT_ONCE)
-    shared = _Shared(spark, resyncs, cycle, starts, transactions)
-    tables = [_Table(settings, source, shared) for source in settings.sources()]
+    shared = _Shared(spark, resyncs, cycle, starts, transactions, isolate=bool(settings.tables))
+    tables = [_Table(settings, source, shared, begun) for source in settings.sources()]
     metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
         table.thread.start()
@@ -85,33 +90,59 @@ def stops_every_table(exc: BaseException, spark: SparkSession) -> bool:
         return True
     if isinstance(exc, ConfigError) and not isinstance(exc, TableConfigError):
         return True
-    return lost_driver(exc, spark, 0) is not None
+    return lost_driver(exc, spark, None) is not None
+
+
+def named(exc: BaseException, spark: SparkSession) -> BaseException:
+    """exc, or the Spark driver's loss it stands for where no step of ours named it (a
+    table's start, say): exit code 3, not an unexpected error's."""
+    if isinstance(exc, CdfBridgeError):
+        return exc
+    lost = lost_driver(exc, spark, None)
+    if lost is None:
+        return exc
+    lost.__cause__ = exc
+    return lost
+
+
+@dataclass(frozen=True)
+class Begun:
+    """A lone table's start, begun while Spark starts: its steps and its Kafka side."""
+
+    steps: Waterfall
+    kafka: Future[KafkaSide]
 
 
 @dataclass(frozen=True)
 class _Shared:
-    """What the tables of a process share."""
+    """What the tables of a process share. isolate: a table's own failure is retried while
+    the others go on ([[tables]]); else it stops the process."""
 
     spark: SparkSession
     resyncs: Resyncs
     cycle: Cycle
     starts: Starts
     transactions: Transactions
+    isolate: bool
 
-    def follow(self, settings: ProducerSettings, started: Callable[[], None]) -> None:
-        spark, resyncs, cycle, transactions = (
-            self.spark,
-            self.resyncs,
-            self.cycle,
-            self.transactions,
-        )
-        follow_table(settings, spark, resyncs, cycle, started=started, transactions=transactions)
+    def follow(
+        self, settings: ProducerSettings, started: Callable[[], None], begun: Begun | None
+    ) -> None:
+        spark, resyncs, cycle = self.spark, self.resyncs, self.cycle
+        steps, kafka = (begun.steps, begun.kafka) if begun is not None else (None, None)
+        follow_table(settings, spark, resyncs, cycle, steps, kafka, started, self.transactions)
 
 
 class _Table:
     """One table's thread: follow it, retrying what fails it alone."""
 
-    def __init__(self, settings: ProducerSettings, source: SourceSection, shared: _Shared) -> None:
+    def __init__(
+        self,
+        settings: ProducerSettings,
+        source: SourceSection,
+        shared: _Shared,
+        begun: Begun | None,
+    ) -> None:
         self.settings = settings.model_copy(update={"source": source, "tables": []})
         self.source, self.spark, self.resyncs = source, shared.spark, shared.resyncs
         self.shared, self.starts = shared, shared.starts
@@ -119,6 +150,7 @@ class _Table:
         self.topic = source.topic_name
         self.error: BaseException | None = None  # what stopped every table, if this saw it
         self.backoff = Backoff()
+        self.begun = begun  # taken by the first attempt
         self.thread = threading.Thread(target=self._run, name=f"table-{self.topic}", daemon=True)
 
     def _run(self) -> None:
@@ -134,8 +166,11 @@ class _Table:
         def attempt() -> None:
             with self.starts.turn(self.stop) as started:
                 self.backoff.attempt()
+                begun, self.begun = self.begun, None
                 if started is not None:  # else the process stops
-                    self.shared.follow(self.settings, started)
+                    self.shared.follow(self.settings, started, begun)
+                elif begun is not None:
+                    discard(begun.kafka)
 
         try:
             while True:
@@ -147,15 +182,15 @@ class _Table:
                         return
                     # a resync asked for while the table waited to retry: take it now
         except BaseException as exc:  # noqa: BLE001 - handed to follow_all to raise
-            if stops_every_table(exc, self.spark):
-                self.error = exc
+            if not self.shared.isolate or stops_every_table(exc, self.spark):
+                self.error = named(exc, self.spark)
                 self.stop.set()  # every other table stops too
             # else the process is stopping while this table failed: it was logged
 
     def _fails_alone(self, exc: BaseException) -> bool:
         """True (retry this table) unless exc stops every table or the process is stopping;
         a table's own failure is logged and counted here."""
-        if self.stop.is_set() or stops_every_table(exc, self.spark):
+        if self.stop.is_set() or not self.shared.isolate or stops_every_table(exc, self.spark):
             return False
         self.backoff.failed()
         metrics.TABLE_FAILED.labels(self.topic).set(1)

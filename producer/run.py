@@ -1,6 +1,6 @@
-"""`run()`: follow a Delta table, or each of [[tables]] (producer/lake.py), and publish its
-changes until stopped. Each table is followed by producer/table.py; their reads at the head
-share one Spark job per cycle (producer/cycle.py).
+"""`run()`: follow a Delta table, or each of [[tables]], and publish its changes until
+stopped. One table is a lake of one (producer/lake.py): each table is followed by
+producer/table.py; their reads at the head share one Spark job per cycle (producer/cycle.py).
 
 SIGTERM or SIGINT aborts the open transactions and returns 0.
 """
@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING
 
 from producer import metrics
 from producer.cycle import Cycle
-from producer.lake import follow_all
+from producer.lake import Begun, follow_all
 from producer.publish import Transactions
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings
 from producer.startup import Waterfall, discard, kafka_side_in_thread, since_start_s
-from producer.table import follow_table
 from services.spark_session import session_for
 
 if TYPE_CHECKING:
@@ -50,22 +49,15 @@ def run(
         limit = settings.kafka.max_message_bytes
         tables = len(settings.tables) or 1
         transactions = Transactions(kafka_config, settings.transactional_id(), limit, tables)
-        if not settings.tables:
-            steps = Waterfall(settings.source.topic_name)
-            steps.log("python", since_start_s())  # interpreter, imports, settings
-            kafka = kafka_side_in_thread(settings, steps, transactions)  # while Spark starts
-            try:
-                with steps.step("spark_session"):
-                    spark = spark or _session(settings)
-            except BaseException:
-                discard(kafka)
-                raise
-            cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
-            follow_table(settings, spark, resyncs, cycle, steps, kafka, transactions=transactions)
-            return
-        spark = spark or _session(settings, FAIR)
+        begun = _begin(settings, transactions)
+        try:
+            spark = spark or _started(settings, begun)
+        except BaseException:
+            if begun is not None:
+                discard(begun.kafka)
+            raise
         cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
-        follow_all(settings, spark, resyncs, cycle, transactions)
+        follow_all(settings, spark, resyncs, cycle, transactions, begun)
     finally:
         if cycle is not None:
             cycle.close()
@@ -74,6 +66,22 @@ def run(
         if resyncs is not None:
             resyncs.close()
         restore()
+
+
+def _begin(settings: ProducerSettings, transactions: Transactions) -> Begun | None:
+    """A table given on its own: its start begun, its Kafka side set up while Spark starts."""
+    if settings.tables:
+        return None
+    steps = Waterfall(settings.source.topic_name)
+    steps.log("python", since_start_s())  # interpreter, imports, settings
+    return Begun(steps, kafka_side_in_thread(settings, steps, transactions))
+
+
+def _started(settings: ProducerSettings, begun: Begun | None) -> SparkSession:
+    if begun is None:
+        return _session(settings, FAIR)
+    with begun.steps.step("spark_session"):
+        return _session(settings, FAIR)
 
 
 def _session(settings: ProducerSettings, conf: Mapping[str, str] | None = None) -> SparkSession:

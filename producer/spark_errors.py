@@ -35,7 +35,7 @@ def reading(table: str, first: int, last: int) -> Iterator[None]:
 
 
 def lost_driver(
-    exc: BaseException, spark: SparkSession, from_version: int
+    exc: BaseException, spark: SparkSession, from_version: int | None
 ) -> SparkDriverLostError | None:
     """exc as SparkDriverLostError when the Spark driver is gone, else None."""
     lost = driver_lost(exc, causes(exc), lambda: context_stopped(spark))

@@ -152,6 +152,37 @@ def test_a_lost_spark_driver_is_named_with_exit_code_3(
     assert "Exception while sending command" not in message  # py4j's retries, at INFO
 
 
+def test_a_lost_spark_driver_stops_a_lake_with_exit_code_3(
+    spark: Any, endpoints: Endpoints, tmp_path: Path
+) -> None:
+    entries, topics = [], []
+    for name in "ab":
+        path, topic = str(tmp_path / name), unique("cdc")
+        commits(spark, path, count=1, rows=100)
+        entries.append(f'[[tables]]\ntable = "{path}"\nprimary_key = "id"\ntopic = "{topic}"\n')
+        topics.append(topic)
+    config = tmp_path / "lake.toml"
+    config.write_text("[source]\npoll_interval_s = 0.2\nmetrics_port = 0\n\n" + "\n".join(entries))
+    env = {
+        **os.environ,
+        "CDFBRIDGE_KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka,
+        "CDFBRIDGE_SCHEMA_REGISTRY__URL": endpoints.registry,
+    }
+    command = [sys.executable, "-m", "producer", "--config", str(config)]
+    follower = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for topic in topics:
+        wait_for_messages(endpoints, topic, at_least=100)
+
+    jvm = Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()
+    assert len(jvm) == 1
+    os.kill(int(jvm[0]), signal.SIGKILL)
+
+    code = follower.wait(60)
+    message = follower.stderr.read().decode() if follower.stderr else ""
+    assert code == 3, message[-3000:]
+    assert "the Spark driver JVM died or stopped answering" in message
+
+
 def test_a_second_producer_fences_the_first(endpoints: Endpoints, topic_factory: Any) -> None:
     import pyarrow as pa
 

@@ -82,3 +82,24 @@ def test_a_dead_or_dying_driver_is_recognised(
 )
 def test_other_errors_are_left_as_they_are(error: BaseException) -> None:
     assert driver_lost(error, made_of(), lambda: False) is None
+
+
+def test_a_driver_lost_outside_a_read_is_named_for_exit_code_3() -> None:
+    """A table of a lake whose start (its Delta log's load, say) finds the driver gone: the
+    raw py4j error would reach the user as a traceback, with exit code 1."""
+    from typing import Any, cast
+
+    from producer.errors import SparkDriverLostError
+    from producer.lake import named
+    from schemas.errors import ConfigError
+    from services.cli import exit_code
+
+    raw = Py4JNetworkError("Answer from Java side is empty")
+    found = named(raw, cast(Any, None))  # a py4j error is known without asking the session
+
+    assert isinstance(found, SparkDriverLostError)
+    assert found.__cause__ is raw
+    assert exit_code(found) == 3
+    assert "while reading versions" not in str(found)
+    ours = ConfigError("named already")
+    assert named(ours, cast(Any, None)) is ours
