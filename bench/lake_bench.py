@@ -61,6 +61,7 @@ from producer_bench import build_table
 from stages import PeakRss, kafka_clients, start, tree_cpu_s
 
 from producer.generate import Generator
+from schemas.naming import dlq_topic, progress_topic
 from services.settings import ConnectionSettings
 
 IDLE_COMMITS = 3  # commits each table takes with --idle, before measuring
@@ -97,6 +98,22 @@ def visible(client: Any, database: str) -> dict[tuple[str, int], int]:
         f"FROM merge('{database}', '_inserted$') GROUP BY 1, 2"
     ).result_rows
     return {(str(t), int(v)): int(n) for t, v, n in rows}
+
+
+def _delete_topics(settings: ConnectionSettings, topics: list[str]) -> None:
+    """The run's topics deleted: a 200-table run makes 600, and a small broker's heap
+    (the local stack's 512 MiB) runs out at a few thousand."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    every = [t for topic in topics for t in (topic, progress_topic(topic), dlq_topic(topic))]
+    admin = AdminClient(settings.kafka.client_config())
+    for future in admin.delete_topics(every, operation_timeout=60).values():
+        try:
+            future.result(timeout=120)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:  # never made: no DLQ
+                raise
 
 
 def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]:
@@ -203,6 +220,7 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         for sampler in rss.values():
             sampler.done.set()
         client.command(f"DROP DATABASE `{database}`")
+        _delete_topics(settings, [topic for _, topic in tables.values()])
     lags: dict[str, list[float]] = {name: [] for name in names}
     published = published_at(log)
     producer_lags: list[float] = []
