@@ -139,15 +139,8 @@ def test_a_lost_spark_driver_is_named_with_exit_code_3(
 ) -> None:
     follower = following(spark, endpoints, delta_path, count=1, rows=100)
 
-    # The driver JVM is the producer's child (a JVM killed for lack of memory looks the same).
-    jvm = Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()
-    assert len(jvm) == 1
-    os.kill(int(jvm[0]), signal.SIGKILL)
+    message = _driver_killed(follower)
 
-    code = follower.wait(60)
-    message = follower.stderr.read().decode() if follower.stderr else ""
-    assert code == 3, message[-3000:]
-    assert "the Spark driver JVM died or stopped answering" in message
     assert "--max-bytes-per-chunk" in message
     assert "Exception while sending command" not in message  # py4j's retries, at INFO
 
@@ -173,14 +166,20 @@ def test_a_lost_spark_driver_stops_a_lake_with_exit_code_3(
     for topic in topics:
         wait_for_messages(endpoints, topic, at_least=100)
 
+    _driver_killed(follower)
+
+
+def _driver_killed(follower: subprocess.Popen[bytes]) -> str:
+    """The producer's driver JVM killed (its child: a JVM killed for lack of memory looks
+    the same); requires exit 3 naming the driver, and returns its stderr."""
     jvm = Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()
     assert len(jvm) == 1
     os.kill(int(jvm[0]), signal.SIGKILL)
-
     code = follower.wait(60)
     message = follower.stderr.read().decode() if follower.stderr else ""
     assert code == 3, message[-3000:]
     assert "the Spark driver JVM died or stopped answering" in message
+    return message
 
 
 def test_a_second_producer_fences_the_first(endpoints: Endpoints, topic_factory: Any) -> None:
