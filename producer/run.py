@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from producer import metrics
@@ -78,9 +79,8 @@ def _begin(settings: ProducerSettings, transactions: Transactions) -> Begun | No
 
 
 def _started(settings: ProducerSettings, begun: Begun | None) -> SparkSession:
-    if begun is None:
-        return _session(settings, FAIR)
-    with begun.steps.step("spark_session"):
+    """The session, in Spark's FAIR scheduler; a lone table's start logs the step."""
+    with begun.steps.step("spark_session") if begun is not None else nullcontext():
         return _session(settings, FAIR)
 
 
