@@ -70,7 +70,7 @@ def ensure_topics(
         raise client_failure(error, where, f"creating topic {topic}") from exc
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it
 def _admin(config: tuple[tuple[str, str | int | float | bool], ...]) -> AdminClient:
     """The process's admin client for a Kafka config; it never asks the broker to create
     a topic it describes (auto.create.topics.enable)."""
