@@ -182,15 +182,19 @@ class _Table:
                         return
                     # a resync asked for while the table waited to retry: take it now
         except BaseException as exc:  # noqa: BLE001 - handed to follow_all to raise
-            if not self.shared.isolate or stops_every_table(exc, self.spark):
+            if self._stops_process(exc):
                 self.error = named(exc, self.spark)
                 self.stop.set()  # every other table stops too
             # else the process is stopping while this table failed: it was logged
 
+    def _stops_process(self, exc: BaseException) -> bool:
+        """exc stops every table, or this one is the process's only table."""
+        return not self.shared.isolate or stops_every_table(exc, self.spark)
+
     def _fails_alone(self, exc: BaseException) -> bool:
         """True (retry this table) unless exc stops every table or the process is stopping;
         a table's own failure is logged and counted here."""
-        if self.stop.is_set() or not self.shared.isolate or stops_every_table(exc, self.spark):
+        if self.stop.is_set() or self._stops_process(exc):
             return False
         self.backoff.failed()
         metrics.TABLE_FAILED.labels(self.topic).set(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
@@ -81,13 +81,12 @@ def _begin(settings: ProducerSettings, transactions: Transactions) -> Begun | No
 def _started(settings: ProducerSettings, begun: Begun | None) -> SparkSession:
     """The session, in Spark's FAIR scheduler; a lone table's start logs the step."""
     with begun.steps.step("spark_session") if begun is not None else nullcontext():
-        return _session(settings, FAIR)
+        return _session(settings)
 
 
-def _session(settings: ProducerSettings, conf: Mapping[str, str] | None = None) -> SparkSession:
-    spark = settings.spark
-    if conf:  # defaults under the user's own
-        spark = spark.model_copy(update={"conf": {**conf, **spark.conf}})
+def _session(settings: ProducerSettings) -> SparkSession:
+    conf = {**FAIR, **settings.spark.conf}  # FAIR by default, under the user's own
+    spark = settings.spark.model_copy(update={"conf": conf})
     return session_for(spark, settings.storage, APP_NAME)
 
 

@@ -8,12 +8,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from schemas.errors import TableConfigError
 from schemas.naming import REPLAYABLE, progress_topic
 from services.kafka_errors import error_of
+from services.kafka_topics import described
 from services.retry import retrying
 from services.service_errors import KafkaUnavailableError, client_failure
 from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
@@ -24,8 +25,6 @@ TOPIC_NAMES = (
 )
 # Topics just created are looked for again after 0.5 and 1 s, then every 2 s: about 30 s.
 LIST_ATTEMPTS = 16
-# A topic not there yet, or just created and without leaders yet.
-_NOT_YET = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE)
 
 
 def ensure_topics(
@@ -55,12 +54,13 @@ def ensure_topics(
         NewTopic(progress_topic(topic), 1, -1, config={"cleanup.policy": "compact"}),
     ]
     try:
-        described = _described(admin, [t.topic for t in wanted])
-        missing = [t for t in wanted if t.topic not in described]
+        names = [t.topic for t in wanted]
+        known = described(admin, names)
+        missing = [t for t in wanted if t.topic not in known]
         for name, future in admin.create_topics(missing).items() if missing else ():
             _created(future, name)
         if missing:
-            _wait_until_described(admin, [t.topic for t in wanted], where)
+            _wait_until_described(admin, names, where)
     except KafkaException as exc:
         error = error_of(exc)
         if error.code() == KafkaError.TOPIC_EXCEPTION:  # Kafka's InvalidTopicException
@@ -72,22 +72,8 @@ def ensure_topics(
 
 @functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it
 def _admin(config: tuple[tuple[str, str | int | float | bool], ...]) -> AdminClient:
-    """The process's admin client for a Kafka config; it never asks the broker to create
-    a topic it describes (auto.create.topics.enable)."""
-    return AdminClient({**dict(config), "allow.auto.create.topics": False})
-
-
-def _described(admin: AdminClient, topics: list[str]) -> set[str]:
-    """Those of topics the cluster knows, with their partitions."""
-    found = set()
-    for name, future in admin.describe_topics(TopicCollection(topics)).items():
-        try:
-            if future.result(timeout=30).partitions:
-                found.add(name)
-        except KafkaException as exc:
-            if error_of(exc).code() not in _NOT_YET:
-                raise
-    return found
+    """The process's admin client for a Kafka config."""
+    return AdminClient(dict(config))
 
 
 def _created(future: Any, name: str) -> None:
@@ -100,8 +86,10 @@ def _created(future: Any, name: str) -> None:
 
 def _wait_until_described(admin: AdminClient, topics: list[str], where: str) -> None:
     began = time.monotonic()
-    for attempt in retrying(f"Kafka to list {topics}", max_backoff_s=2.0, attempts=LIST_ATTEMPTS):
+    for attempt in retrying(
+        f"Kafka to describe {topics}", max_backoff_s=2.0, attempts=LIST_ATTEMPTS
+    ):
         with attempt:
-            if len(_described(admin, topics)) < len(topics):
+            if len(described(admin, topics)) < len(topics):
                 waited = f"not described after {time.monotonic() - began:.0f} s"
                 raise KafkaUnavailableError(where, f"creating topics {topics}", waited)

@@ -21,6 +21,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from schemas.errors import ConfigError, ServiceUnavailableError
+from services.kafka_topics import described
 
 TIMEOUT_S = 30
 
@@ -165,15 +166,13 @@ def _unmoved(group: str, why: str) -> ConfigError:
 
 
 def exists(client_config: Mapping[str, Any], topic: str) -> bool:
-    """Whether the brokers know the topic, without creating it: a broker creates a topic an
-    admin client asks about by default (auto.create.topics.enable), and made so, a data
-    topic would have the broker's partition count and retention, not the producer's."""
-    admin = AdminClient({**client_config, "allow.auto.create.topics": False})
+    """Whether the brokers know the topic, described without creating it (a topic made by
+    asking would have the broker's partition count and retention, not the producer's)."""
+    admin = AdminClient(dict(client_config))
     try:
-        found = admin.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
+        return topic in described(admin, [topic])
     except KafkaException as exc:
-        raise ServiceUnavailableError(f"cannot list topic {topic}: {exc}") from exc
-    return found is not None and found.error is None and bool(found.partitions)
+        raise ServiceUnavailableError(f"cannot describe topic {topic}: {exc}") from exc
 
 
 def members(client_config: Mapping[str, Any], group: str) -> int:

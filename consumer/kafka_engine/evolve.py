@@ -99,7 +99,7 @@ def evolve(
     new = f"{group}-{latest}"
     start = starts(kafka, built.group or group, topic, built.schema_id, begin)  # 2.
     if start:
-        _reset(kafka, new, start)
+        reset_new(kafka, new, start)
     record_engine_group(placement, target, new)  # 3.
     faults.reach("kafka_engine_evolve.recorded")
     placement.drop("TABLE", queue(target).name)  # 4.
@@ -212,6 +212,6 @@ def framed_at(
     wait=wait_fixed(1),
     reraise=True,
 )
-def _reset(kafka: Mapping[str, Any], group: str, start: list[TopicPartition]) -> None:
+def reset_new(kafka: Mapping[str, Any], group: str, start: list[TopicPartition]) -> None:
     """The new group's offsets set; retried while Kafka settles the new group."""
     offsets.reset(kafka, group, start)

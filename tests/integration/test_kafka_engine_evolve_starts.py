@@ -8,11 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from consumer.group import offsets
-from consumer.kafka_engine.evolve import starts
-from schemas.errors import ConfigError
+from consumer.kafka_engine.evolve import reset_new, starts
 from tests.conftest import unique
 
 
@@ -27,13 +25,7 @@ def test_a_partition_the_old_group_never_read_starts_at_the_generations_start(
             producer.produce(topic, value=b"%d" % n, partition=partition)
     assert producer.flush(30) == 0
     old = unique("engine")
-    settled = retry(  # as evolve's own reset: Kafka may refuse a new group for a moment
-        retry=retry_if_exception_type(ConfigError),
-        stop=stop_after_delay(30),
-        wait=wait_fixed(1),
-        reraise=True,
-    )
-    settled(offsets.reset)(kafka, old, offsets.at(topic, {0: 4}))  # read only in partition 0
+    reset_new(kafka, old, offsets.at(topic, {0: 4}))  # read only in partition 0
 
     found = starts(kafka, old, topic, 0, {0: 3, 1: 3})
 
