@@ -3,11 +3,13 @@ process, not per table). Each transaction holds the chunks handed to it meanwhil
 chunk with its own progress record:
 
 1. a table hands its chunk (its messages' batches and its progress record) and waits;
-2. the transactor's thread gathers chunks until none comes for QUIET_S (GATHER_S at most),
-   or every table has handed one (one table: at once), begins a transaction, queues each chunk's messages then every chunk's progress record,
-   and commits;
+2. the transactor's thread gathers chunks until none comes for QUIET_S (GATHER_S at most) or
+   every table has handed one, then queues them all and their progress records in one
+   transaction and commits;
 3. a chunk Kafka refuses (a change too large, a topic the broker refuses) is taken out: the
    transaction is aborted and run again at once without it, and its table gets the refusal;
+   so is a chunk whose messages were still undelivered when the commit timed out while
+   the others' were delivered (its topic deleted, its partition without a leader);
    any other failure reaches every chunk of the transaction, and a fatal one (fenced) every
    chunk handed after it too.
 
@@ -56,6 +58,7 @@ class Transactor:
         self.tables = tables
         self.bootstrap = str(kafka_config.get("bootstrap.servers", "?"))
         self._refused: dict[str, Message] = {}  # topic: the first message the broker refused
+        self._stuck: set[str] = set()  # topics whose messages an abort found undelivered
         config = producer_config(kafka_config, transactional_id, max_message_bytes)
         self._producer = build(Producer, {**config, "on_delivery": self._delivery_failed})
         self._handed: deque[Chunk] = deque()
@@ -161,6 +164,7 @@ class Transactor:
     def _transaction(self, chunks: list[Chunk]) -> list[int]:
         producer = self._producer
         self._refused.clear()
+        self._stuck.clear()
         try:
             producer.begin_transaction()
             rows = [send(producer, chunk) for chunk in chunks]
@@ -185,21 +189,29 @@ class Transactor:
 
     def _refusals(self, chunks: list[Chunk], error: KafkaError) -> dict[Chunk, Refused]:
         """The chunks whose topics the broker refused a message of; a lone chunk gets any
-        refusal, even one no delivery report names."""
+        refusal, even one no delivery report names; on a commit that timed out, the chunks
+        whose messages were still undelivered (a topic deleted meanwhile, a partition
+        without a leader), when others' were delivered."""
         out: dict[Chunk, Refused] = {}
         for chunk in chunks:
             found = self._refused.get(chunk.topic) or self._refused.get(chunk.progress[0])
             if found is not None:
                 value = found.value() or b""
                 out[chunk] = Refused(found.error() or error, found.key(), None, len(value))
+        stuck = [c for c in chunks if {c.topic, c.progress[0]} & self._stuck]
         if not out and len(chunks) == 1 and not passing(error):
             out[chunks[0]] = Refused(error)
+        elif not out and error.code() == KafkaError._TIMED_OUT and len(stuck) < len(chunks):
+            out = {chunk: Refused(error) for chunk in stuck}
         return out
 
     def _delivery_failed(self, error: KafkaError | None, message: Message) -> None:
-        if error is None or error.code() in PURGED or passing(error):
+        if error is None:
             return
-        self._refused.setdefault(message.topic() or "", message)
+        if error.code() in PURGED:  # undelivered when the transaction was aborted
+            self._stuck.add(message.topic() or "")
+        elif not passing(error):
+            self._refused.setdefault(message.topic() or "", message)
 
     def _abort(self) -> None:
         """Abort the open transaction if the handle still can; if it cannot, the transaction
