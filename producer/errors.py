@@ -135,6 +135,16 @@ class TableRecreatedError(TerminalError):
         )
 
 
+class TopicRecreatedError(TerminalError):
+    def __init__(self, table: str, topic: str, why: str) -> None:
+        super().__init__(
+            f"topic {topic} is not the topic table {table} published to: {why}. It was "
+            "deleted and created again, so the changes its progress records speak of are "
+            f"gone from it, and a consumer replaying it would miss them; to publish the "
+            f"table into it again, {RESYNC}"
+        )
+
+
 class LogReplacedError(TerminalError):
     """A path table's log is not the one followed any more (producer/commit_log.py); the
     follow loop names the table and topic (TableRecreatedError)."""

@@ -51,6 +51,7 @@ def _send(kafka_config: KafkaConfig, progress: Progress, generation: int) -> Non
         {
             **kafka_config,
             "acks": "all",
+            "allow.auto.create.topics": False,  # the progress topic is the producer's to make
             "on_delivery": lambda error, _: failed.extend([error] if error else []),
         },
     )

@@ -70,6 +70,10 @@ def producer_config(
         "transactional.id": transactional_id,
         "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
         "enable.idempotence": True,
+        # A topic deleted under the producer stays deleted: created again by a produce, it
+        # would take the broker's defaults (not compacted) and lack the table's history.
+        # The table fails instead, and its restart names the resync (producer/start.py).
+        "allow.auto.create.topics": False,
         "partitioner": "murmur2_random",  # the Java clients': same key, same partition
         # A larger change is refused in produce(), where its key and version are known.
         "message.max.bytes": max_message_bytes,

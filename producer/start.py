@@ -4,7 +4,7 @@ the last version published, else where the table's settings say."""
 from __future__ import annotations
 
 from producer import metrics
-from producer.errors import TableRecreatedError, TopicClaimedError
+from producer.errors import TableRecreatedError, TopicClaimedError, TopicRecreatedError
 from producer.publish import Publisher
 from producer.settings import SourceSection
 from producer.source import DeltaSource
@@ -24,6 +24,18 @@ def check_identity(position: Position, identity: Identity, topic: str) -> None:
     if not position.resync_pending:
         why = f"its Delta id is {identity.table_id}; the topic's progress names {claimed.table_id}"
         raise TableRecreatedError(identity.table, topic, why)
+
+
+def check_topic(position: Position, topic_id: str, table: str, topic: str) -> None:
+    """The data topic must be the one the progress records were written beside (by its Kafka
+    id), or they predate ids: one deleted and created again lacks the changes they count
+    (TopicRecreatedError, exit 1), unless a resync was asked for, which starts a new
+    generation in it with a snapshot."""
+    recorded = position.topic_id
+    if recorded is None or recorded == topic_id or position.resync_pending:
+        return
+    why = f"its Kafka id is {topic_id}; its progress was written beside topic id {recorded}"
+    raise TopicRecreatedError(table, topic, why)
 
 
 def starting_point(

@@ -88,6 +88,7 @@ class KafkaSide:
 
     publisher: Publisher
     position: Position
+    topic_id: str  # the data topic's Kafka id
     fenced: bool = True
 
 
@@ -102,7 +103,7 @@ def kafka_side(
     config, kafka = settings.source, settings.kafka.client_config()
     limit = settings.kafka.max_message_bytes
     with steps.step("topics"):
-        ensure_topics(
+        topic_id = ensure_topics(
             kafka, config.topic_name, config.partitions, limit, config.created_topic_config
         )
     publisher = Publisher(kafka, config.topic_name, config.tombstones, limit, transactions)
@@ -110,13 +111,13 @@ def kafka_side(
         with steps.step("progress"):
             claimed = publisher.progress.read()
         if claimed.identity is not None and claimed.identity.table != config.table:
-            return KafkaSide(publisher, claimed, fenced=False)
+            return KafkaSide(publisher, claimed, topic_id, fenced=False)
         with steps.step("kafka_transactions"):  # fence older producers, read the progress
             position = publisher.start()
     except BaseException:
         publisher.close()
         raise
-    return KafkaSide(publisher, position)
+    return KafkaSide(publisher, position, topic_id)
 
 
 def kafka_side_in_thread(

@@ -37,7 +37,7 @@ from producer.self_resync import resyncs_itself
 from producer.settings import ProducerSettings
 from producer.slices import Slice
 from producer.source import DeltaSource
-from producer.start import check_identity, starting_point
+from producer.start import check_identity, check_topic, starting_point
 from producer.startup import KafkaSide, Waterfall, discard, kafka_side_in_thread
 from producer.transactions import Tally, publish_chunk
 from schemas.errors import CdfBridgeError
@@ -116,7 +116,8 @@ def _follow(
         check_identity(position, identity, topic)
         if not side.fenced:  # the same table (its Delta id) named another way
             position = publisher.start()
-        publisher.progress.identity = identity
+        check_topic(position, side.topic_id, config.table, topic)
+        publisher.progress.identity, publisher.progress.topic_id = identity, side.topic_id
         publisher.progress.hashed = tuple(config.hash_columns)
         resyncs.watch(topic, max(position.requested, position.generation.number))
         with steps.step("starting_point"):

@@ -33,12 +33,12 @@ def ensure_topics(
     partitions: int,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     topic_config: Mapping[str, str] = REPLAYABLE,
-) -> None:
+) -> str:
     """Create the data topic, taking messages up to max_message_bytes, with topic_config
     (compacted by default: schemas/naming.py REPLAYABLE), and the compacted progress topic,
-    when missing. Existing topics are left as they are. Both are described by name through
-    the process's one admin client: a lake's start asks for each of its tables, and a
-    listing of every topic costs as much as the cluster has topics."""
+    when missing; the data topic's Kafka id. Existing topics are left as they are. Both are
+    described by name through the process's one admin client: a lake's start asks for each
+    of its tables, and a listing of every topic costs as much as the cluster has topics."""
     admin = _admin(tuple(sorted(kafka_config.items())))
     where = str(kafka_config.get("bootstrap.servers", "?"))
     wanted = [
@@ -60,7 +60,7 @@ def ensure_topics(
         for name, future in admin.create_topics(missing).items() if missing else ():
             _created(future, name)
         if missing:
-            _wait_until_described(admin, names, where)
+            known = _wait_until_described(admin, names, where)
     except KafkaException as exc:
         error = error_of(exc)
         if error.code() == KafkaError.TOPIC_EXCEPTION:  # Kafka's InvalidTopicException
@@ -68,6 +68,7 @@ def ensure_topics(
                 f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}"
             ) from exc
         raise client_failure(error, where, f"creating topic {topic}") from exc
+    return known[topic]
 
 
 @functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it
@@ -84,12 +85,16 @@ def _created(future: Any, name: str) -> None:
             raise
 
 
-def _wait_until_described(admin: AdminClient, topics: list[str], where: str) -> None:
+def _wait_until_described(admin: AdminClient, topics: list[str], where: str) -> dict[str, str]:
+    """described(admin, topics), once it holds them all."""
     began = time.monotonic()
-    for attempt in retrying(
-        f"Kafka to describe {topics}", max_backoff_s=2.0, attempts=LIST_ATTEMPTS
-    ):
-        with attempt:
-            if len(described(admin, topics)) < len(topics):
-                waited = f"not described after {time.monotonic() - began:.0f} s"
-                raise KafkaUnavailableError(where, f"creating topics {topics}", waited)
+
+    def all_described() -> dict[str, str]:
+        known = described(admin, topics)
+        if len(known) < len(topics):
+            waited = f"not described after {time.monotonic() - began:.0f} s"
+            raise KafkaUnavailableError(where, f"creating topics {topics}", waited)
+        return known
+
+    waiting = retrying(f"Kafka to describe {topics}", max_backoff_s=2.0, attempts=LIST_ATTEMPTS)
+    return waiting(all_described)

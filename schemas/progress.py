@@ -111,6 +111,10 @@ class Position:
     # many tables); None when the record predates it: `cdfbridge-<topic>` wrote it then.
     # A producer taking the table over fences it first (producer/takeover.py).
     owner: str | None = None
+    # The data topic's Kafka id when the record was written: a topic deleted and created
+    # again has another, and lacks the history the record speaks of. None when the record
+    # predates it.
+    topic_id: str | None = None
 
     @property
     def resync_pending(self) -> bool:
@@ -152,14 +156,15 @@ def encode(
     part: Part | None = None,
     value_schema: int | None = None,
     owner: str | None = None,
+    topic_id: str | None = None,
 ) -> bytes:
     """The progress record saying version is fully published (None: none yet), and part of
     the next one if `part`."""
     named = identity.fields() if identity is not None else {}
     value = {"version": version, **generation.fields(), **named, "hashed": sorted(hashed)}
-    schema = {"value_schema": value_schema} if value_schema is not None else {}
-    owned = {"owner": owner} if owner is not None else {}
-    return json.dumps(value | schema | owned | (part.fields() if part else {})).encode()
+    optional = {"value_schema": value_schema, "owner": owner, "topic_id": topic_id}
+    given = {key: found for key, found in optional.items() if found is not None}
+    return json.dumps(value | given | (part.fields() if part else {})).encode()
 
 
 def decode(value: bytes | None) -> Position:
@@ -174,6 +179,7 @@ def decode(value: bytes | None) -> Position:
         hashed=tuple(record["hashed"]) if "hashed" in record else None,
         value_schema=record.get("value_schema"),
         owner=record.get("owner"),
+        topic_id=record.get("topic_id"),
     )
 
 

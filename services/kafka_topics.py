@@ -12,15 +12,17 @@ TIMEOUT_S = 30
 _NOT_YET = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE)
 
 
-def described(admin: AdminClient, topics: list[str]) -> set[str]:
-    """Those of topics the cluster knows, with their partitions; raises KafkaException for
-    any other answer than "not there (yet)"."""
-    found = set()
+def described(admin: AdminClient, topics: list[str]) -> dict[str, str]:
+    """Those of topics the cluster knows, with their partitions, each with its Kafka topic id
+    (a topic deleted and created again has a new one); raises KafkaException for any other
+    answer than "not there (yet)"."""
+    found = {}
     futures = admin.describe_topics(TopicCollection(topics), request_timeout=TIMEOUT_S)
     for name, future in futures.items():
         try:
-            if future.result(timeout=TIMEOUT_S).partitions:
-                found.add(name)
+            description = future.result(timeout=TIMEOUT_S)
+            if description.partitions:
+                found[name] = str(description.topic_id)
         except KafkaException as exc:
             if exc.args[0].code() not in _NOT_YET:
                 raise

@@ -77,19 +77,20 @@ class Progress:
         self.resync_key = resync_key(topic)
         self.claim_key = claim_key(topic)
         # What record() writes besides the version: the producer's generation, table,
-        # hashed columns, value schema and transactional.id.
+        # hashed columns, value schema, transactional.id and the data topic's id.
         self.generation = Generation()
         self.identity: Identity | None = None
         self.hashed: tuple[str, ...] = ()
         self.value_schema: int | None = None
         self.owner: str | None = None  # the transactional.id that writes the records
+        self.topic_id: str | None = None  # the data topic's Kafka id
 
     def record(self, version: int | None, part: Part | None = None) -> tuple[bytes, bytes]:
         """The progress record saying version is fully published (None: none yet), and part
         of the next one if `part`, as (value, key): the producer queues it in the
         transaction that publishes them."""
         fields = self.generation, self.identity, self.hashed, part, self.value_schema
-        return encode(version, *fields, owner=self.owner), self.key
+        return encode(version, *fields, owner=self.owner, topic_id=self.topic_id), self.key
 
     def claim(self) -> tuple[bytes, bytes]:
         """The record claiming the topic for owner, as (value, key)."""

@@ -1,13 +1,16 @@
 """What a resync reads and writes in the progress topic, and which table it names: pure
 logic, no services."""
 
+import json
 from pathlib import Path
 
 import pytest
 
 from producer.cli import main
+from producer.errors import TopicRecreatedError
 from producer.resync_command import chosen_topic, describe
 from producer.settings import ProducerSettings
+from producer.start import check_topic
 from schemas.errors import ConfigError
 from schemas.progress import Generation, Position, decode, encode
 
@@ -26,6 +29,35 @@ def test_a_record_names_its_value_schema_and_an_older_record_names_none() -> Non
 
     assert decode(record).value_schema == 199
     assert decode(b'{"version": 4}').value_schema is None
+
+
+def test_a_record_names_its_data_topic_by_kafka_id_and_an_older_record_names_none() -> None:
+    record = encode(4, Generation(), None, (), topic_id="ZHwu8rXqRqycPSX4T6QFzg")
+
+    assert decode(record).topic_id == "ZHwu8rXqRqycPSX4T6QFzg"
+    assert decode(b'{"version": 4}').topic_id is None
+    assert "topic_id" not in json.loads(encode(4, Generation(), None, ()))
+
+
+def test_a_data_topic_created_again_is_refused_naming_the_resync() -> None:
+    written = Position(7, topic_id="old-id")
+
+    with pytest.raises(TopicRecreatedError, match=r"new-id.* old-id.*resync"):
+        check_topic(written, "new-id", "/lake/orders", "orders")
+
+
+@pytest.mark.parametrize(
+    "position",
+    [
+        Position(7, topic_id="same-id"),  # the topic it was written beside
+        Position(7),  # a record older than topic ids
+        Position(7, Generation(1, {0: 3}), requested=2, topic_id="old-id"),  # a resync asked
+    ],
+)
+def test_a_data_topic_is_taken_when_its_id_matches_is_unknown_or_a_resync_starts_over(
+    position: Position,
+) -> None:
+    check_topic(position, "same-id", "/lake/orders", "orders")
 
 
 def test_a_record_without_a_generation_is_generation_0_and_writes_no_fields() -> None:
