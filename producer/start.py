@@ -8,6 +8,7 @@ from producer.errors import TableRecreatedError, TopicClaimedError, TopicRecreat
 from producer.publish import Publisher
 from producer.settings import SourceSection
 from producer.source import DeltaSource
+from producer.topics import DataTopic
 from schemas.progress import Identity, Position
 
 
@@ -26,15 +27,22 @@ def check_identity(position: Position, identity: Identity, topic: str) -> None:
         raise TableRecreatedError(identity.table, topic, why)
 
 
-def check_topic(position: Position, topic_id: str, table: str, topic: str) -> None:
-    """The data topic must be the one the progress records were written beside (by its Kafka
-    id), or they predate ids: one deleted and created again lacks the changes they count
+def check_topic(position: Position, found: DataTopic, table: str, topic: str) -> None:
+    """The data topic must hold what its progress records count: be the topic they were
+    written beside (by its Kafka id) or, for records older than ids, not be missing when
+    they say versions were published. One deleted and created again lacks those changes
     (TopicRecreatedError, exit 1), unless a resync was asked for, which starts a new
     generation in it with a snapshot."""
-    recorded = position.topic_id
-    if recorded is None or recorded == topic_id or position.resync_pending:
+    recorded, published = position.topic_id, position.version
+    if position.resync_pending or recorded == found.id:
         return
-    why = f"its Kafka id is {topic_id}; its progress was written beside topic id {recorded}"
+    if recorded is not None:
+        why = f"its Kafka id is {found.id}; its progress was written beside topic id {recorded}"
+    elif found.created and (published is not None or position.part is not None):
+        last = published if published is not None else "none whole"
+        why = f"it was missing at this start, though its progress counts versions up to {last}"
+    else:
+        return
     raise TopicRecreatedError(table, topic, why)
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from producer import metrics
 from producer.publish import Publisher, Transactions
-from producer.topics import ensure_topics
+from producer.topics import DataTopic, ensure_topics
 from schemas.progress import Position
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class KafkaSide:
 
     publisher: Publisher
     position: Position
-    topic_id: str  # the data topic's Kafka id
+    topic: DataTopic
     fenced: bool = True
 
 
@@ -103,7 +103,7 @@ def kafka_side(
     config, kafka = settings.source, settings.kafka.client_config()
     limit = settings.kafka.max_message_bytes
     with steps.step("topics"):
-        topic_id = ensure_topics(
+        topic = ensure_topics(
             kafka, config.topic_name, config.partitions, limit, config.created_topic_config
         )
     publisher = Publisher(kafka, config.topic_name, config.tombstones, limit, transactions)
@@ -111,13 +111,13 @@ def kafka_side(
         with steps.step("progress"):
             claimed = publisher.progress.read()
         if claimed.identity is not None and claimed.identity.table != config.table:
-            return KafkaSide(publisher, claimed, topic_id, fenced=False)
+            return KafkaSide(publisher, claimed, topic, fenced=False)
         with steps.step("kafka_transactions"):  # fence older producers, read the progress
             position = publisher.start()
     except BaseException:
         publisher.close()
         raise
-    return KafkaSide(publisher, position, topic_id)
+    return KafkaSide(publisher, position, topic)
 
 
 def kafka_side_in_thread(

@@ -116,8 +116,8 @@ def _follow(
         check_identity(position, identity, topic)
         if not side.fenced:  # the same table (its Delta id) named another way
             position = publisher.start()
-        check_topic(position, side.topic_id, config.table, topic)
-        publisher.progress.identity, publisher.progress.topic_id = identity, side.topic_id
+        check_topic(position, side.topic, config.table, topic)
+        publisher.progress.identity, publisher.progress.topic_id = identity, side.topic.id
         publisher.progress.hashed = tuple(config.hash_columns)
         resyncs.watch(topic, max(position.requested, position.generation.number))
         with steps.step("starting_point"):

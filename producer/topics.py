@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -27,16 +28,25 @@ TOPIC_NAMES = (
 LIST_ATTEMPTS = 16
 
 
+@dataclass(frozen=True)
+class DataTopic:
+    """A table's data topic: its Kafka id (another once deleted and created again), and
+    whether it was missing, so that this start created it."""
+
+    id: str
+    created: bool
+
+
 def ensure_topics(
     kafka_config: KafkaConfig,
     topic: str,
     partitions: int,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     topic_config: Mapping[str, str] = REPLAYABLE,
-) -> str:
+) -> DataTopic:
     """Create the data topic, taking messages up to max_message_bytes, with topic_config
     (compacted by default: schemas/naming.py REPLAYABLE), and the compacted progress topic,
-    when missing; the data topic's Kafka id. Existing topics are left as they are. Both are
+    when missing; the data topic as found. Existing topics are left as they are. Both are
     described by name through the process's one admin client: a lake's start asks for each
     of its tables, and a listing of every topic costs as much as the cluster has topics."""
     admin = _admin(tuple(sorted(kafka_config.items())))
@@ -68,7 +78,7 @@ def ensure_topics(
                 f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}"
             ) from exc
         raise client_failure(error, where, f"creating topic {topic}") from exc
-    return known[topic]
+    return DataTopic(known[topic], created=topic in {t.topic for t in missing})
 
 
 @functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it

@@ -6,12 +6,11 @@ chunk with its own progress record:
 2. the transactor's thread gathers chunks until none comes for QUIET_S (GATHER_S at most) or
    every table has handed one, then queues them all and their progress records in one
    transaction and commits;
-3. a chunk Kafka refuses (a change too large, a topic the broker refuses) is taken out: the
-   transaction is aborted and run again at once without it, and its table gets the refusal;
-   so is a chunk whose messages were still undelivered when the commit timed out while
-   the others' were delivered (its topic deleted, its partition without a leader);
-   any other failure reaches every chunk of the transaction, and a fatal one (fenced) every
-   chunk handed after it too.
+3. a chunk Kafka refuses (a change too large, a topic the broker refuses, or messages still
+   undelivered when the commit timed out with the others' delivered: its topic deleted) is
+   taken out: the transaction is aborted and run again at once without it, and its table
+   gets the refusal; any other failure reaches every chunk of the transaction, and a fatal
+   one (fenced) every chunk handed after it too.
 
 A chunk's messages and its progress record commit together or not at all, so exactly once
 holds per table. A kill leaves the open transaction to the next producer with this
@@ -190,8 +189,7 @@ class Transactor:
     def _refusals(self, chunks: list[Chunk], error: KafkaError) -> dict[Chunk, Refused]:
         """The chunks whose topics the broker refused a message of; a lone chunk gets any
         refusal, even one no delivery report names; on a commit that timed out, the chunks
-        whose messages were still undelivered (a topic deleted meanwhile, a partition
-        without a leader), when others' were delivered."""
+        with messages undelivered (their topic deleted, say) when others' were delivered."""
         out: dict[Chunk, Refused] = {}
         for chunk in chunks:
             found = self._refused.get(chunk.topic) or self._refused.get(chunk.progress[0])

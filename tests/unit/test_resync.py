@@ -11,6 +11,7 @@ from producer.errors import TopicRecreatedError
 from producer.resync_command import chosen_topic, describe
 from producer.settings import ProducerSettings
 from producer.start import check_topic
+from producer.topics import DataTopic
 from schemas.errors import ConfigError
 from schemas.progress import Generation, Position, decode, encode
 
@@ -39,25 +40,33 @@ def test_a_record_names_its_data_topic_by_kafka_id_and_an_older_record_names_non
     assert "topic_id" not in json.loads(encode(4, Generation(), None, ()))
 
 
-def test_a_data_topic_created_again_is_refused_naming_the_resync() -> None:
-    written = Position(7, topic_id="old-id")
-
-    with pytest.raises(TopicRecreatedError, match=r"new-id.* old-id.*resync"):
-        check_topic(written, "new-id", "/lake/orders", "orders")
+@pytest.mark.parametrize(
+    ("position", "why"),
+    [
+        (Position(7, topic_id="old-id"), r"Kafka id is new-id; .* topic id old-id\."),
+        (Position(7), r"missing at this start, though .* up to 7\."),  # no id yet
+    ],
+)
+def test_a_data_topic_created_again_is_refused_naming_the_resync(
+    position: Position, why: str
+) -> None:
+    with pytest.raises(TopicRecreatedError, match=rf"{why}.*resync"):
+        check_topic(position, DataTopic("new-id", created=True), "/lake/orders", "orders")
 
 
 @pytest.mark.parametrize(
-    "position",
+    ("position", "created"),
     [
-        Position(7, topic_id="same-id"),  # the topic it was written beside
-        Position(7),  # a record older than topic ids
-        Position(7, Generation(1, {0: 3}), requested=2, topic_id="old-id"),  # a resync asked
+        (Position(7, topic_id="same-id"), False),  # the topic it was written beside
+        (Position(7), False),  # a record older than topic ids, the topic there
+        (Position(None), True),  # nothing published yet
+        (Position(7, Generation(1, {0: 3}), requested=2, topic_id="old-id"), True),  # resync
     ],
 )
-def test_a_data_topic_is_taken_when_its_id_matches_is_unknown_or_a_resync_starts_over(
-    position: Position,
+def test_a_data_topic_is_taken_when_it_holds_what_its_progress_counts_or_a_resync_starts(
+    position: Position, created: bool
 ) -> None:
-    check_topic(position, "same-id", "/lake/orders", "orders")
+    check_topic(position, DataTopic("same-id", created), "/lake/orders", "orders")
 
 
 def test_a_record_without_a_generation_is_generation_0_and_writes_no_fields() -> None:
