@@ -3,7 +3,6 @@ KafkaException tracebacks: a topic name Kafka refuses, a chunk the topic will no
 (too large for it, named with the topic's limit)."""
 
 import os
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -26,10 +25,9 @@ def test_a_topic_name_kafka_refuses_is_a_setting(endpoints: Endpoints) -> None:
         ensure_topics(config, "orders v2!", partitions=1)
 
 
-def test_a_chunk_the_topic_refuses_aborts_and_names_kafkas_error(
-    endpoints: Endpoints, topic_factory: Any
-) -> None:
-    topic = topic_factory(partitions=1, **{"max.message.bytes": "1000"})
+def test_a_chunk_the_topic_refuses_aborts_and_names_kafkas_error(endpoints: Endpoints) -> None:
+    topic = unique("tight")
+    ensure_topics({"bootstrap.servers": endpoints.kafka}, topic, 1, max_message_bytes=1000)
     publisher = Publisher({"bootstrap.servers": endpoints.kafka}, topic)
     publisher.start()
     big = pa.RecordBatch.from_pydict(

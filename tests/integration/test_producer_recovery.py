@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 from producer.errors import FencedError
 from producer.publish import Publisher
+from producer.topics import ensure_topics
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
 from tests.conftest import unique
@@ -182,11 +183,12 @@ def _driver_killed(follower: subprocess.Popen[bytes]) -> str:
     return message
 
 
-def test_a_second_producer_fences_the_first(endpoints: Endpoints, topic_factory: Any) -> None:
+def test_a_second_producer_fences_the_first(endpoints: Endpoints) -> None:
     import pyarrow as pa
 
-    topic = topic_factory(partitions=1)
+    topic = unique("fenced")
     config: KafkaConfig = {"bootstrap.servers": endpoints.kafka}
+    ensure_topics(config, topic, 1)  # its data and progress topics, as a start makes them
     first, second = Publisher(config, topic), Publisher(config, topic)
     first.start()
     second.start()
