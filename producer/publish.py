@@ -21,7 +21,7 @@ from producer.sends import Chunk, Refused
 from producer.takeover import BACKLOG, take_over
 from producer.transactor import Transactor
 from schemas.errors import CdfBridgeError
-from schemas.progress import Part, Position
+from schemas.progress import LOST_TOPIC_ID, Part, Position
 from services.progress_topic import Progress
 from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
 
@@ -92,14 +92,29 @@ class Publisher:
 
     def _claim(self) -> None:
         """Claim the table (producer/takeover.py): a record of its own, in a transaction."""
+        self._record(self.progress.claim(), f"claiming {self.topic}")
+
+    def _record(self, record: tuple[bytes, bytes], doing: str) -> None:
+        """A progress topic's record (value, key) alone, in a transaction."""
         head = self.transactions.head
         try:
-            head.hand(Chunk(self.topic, [], (self.progress.topic, *self.progress.claim())))
+            head.hand(Chunk(self.topic, [], (self.progress.topic, *record)))
         except Refused as refused:
-            doing = f"claiming {self.topic}"
-            raise kafka_failure(
-                refused.error, self.bootstrap, doing, head.transactional_id
-            ) from None
+            error = refused.error
+            raise kafka_failure(error, self.bootstrap, doing, head.transactional_id) from None
+
+    def keep_lost(self, position: Position) -> None:
+        """Record that the data topic lacks the history position counts, when position's
+        record does not name the topic's id (one written before records did): the next
+        start then stops as this one, though it finds the topic there (producer/start.py)."""
+        if position.topic_id is not None:
+            return
+        progress = self.progress
+        progress.generation, progress.identity = position.generation, position.identity
+        progress.hashed, progress.value_schema = position.hashed or (), position.value_schema
+        progress.topic_id = LOST_TOPIC_ID
+        record = progress.record(position.version, position.part)
+        self._record(record, f"recording that {self.topic} lost its history")
 
     def publish(
         self,

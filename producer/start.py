@@ -9,7 +9,7 @@ from producer.publish import Publisher
 from producer.settings import SourceSection
 from producer.source import DeltaSource
 from producer.topics import DataTopic
-from schemas.progress import Identity, Position
+from schemas.progress import LOST_TOPIC_ID, Identity, Position
 
 
 def check_identity(position: Position, identity: Identity, topic: str) -> None:
@@ -36,7 +36,11 @@ def check_topic(position: Position, found: DataTopic, table: str, topic: str) ->
     recorded, published = position.topic_id, position.version
     if position.resync_pending or recorded == found.id:
         return
-    if recorded is not None:
+    if recorded == LOST_TOPIC_ID:
+        why = (
+            f"an earlier start found it missing, though its progress counts versions to {published}"
+        )
+    elif recorded is not None:
         why = f"its Kafka id is {found.id}; its progress was written beside topic id {recorded}"
     elif found.created and (published is not None or position.part is not None):
         last = published if published is not None else "none whole"

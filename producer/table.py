@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from producer import metrics
 from producer.cycle import Cycle
 from producer.encode import describe_key
+from producer.errors import TopicRecreatedError
 from producer.follow import follow
 from producer.pools import FOLLOW, in_pool
 from producer.prefetch import Prefetch
@@ -116,7 +117,11 @@ def _follow(
         check_identity(position, identity, topic)
         if not side.fenced:  # the same table (its Delta id) named another way
             position = publisher.start()
-        check_topic(position, side.topic, config.table, topic)
+        try:
+            check_topic(position, side.topic, config.table, topic)
+        except TopicRecreatedError:
+            publisher.keep_lost(position)  # for the next start, which finds the topic there
+            raise
         publisher.progress.identity, publisher.progress.topic_id = identity, side.topic.id
         publisher.progress.hashed = tuple(config.hash_columns)
         resyncs.watch(topic, max(position.requested, position.generation.number))

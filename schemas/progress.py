@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RESYNC_SUFFIX = b"#resync"  # a character no topic name has
+# The topic_id of a record saying its data topic lost the history it counts: no Kafka topic
+# id (22 characters of base64) is this.
+LOST_TOPIC_ID = "lost"
 CLAIM_SUFFIX = b"#claim"  # a producer's claim on the topic, before it publishes
 
 

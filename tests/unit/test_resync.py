@@ -13,7 +13,7 @@ from producer.settings import ProducerSettings
 from producer.start import check_topic
 from producer.topics import DataTopic
 from schemas.errors import ConfigError
-from schemas.progress import Generation, Position, decode, encode
+from schemas.progress import LOST_TOPIC_ID, Generation, Position, decode, encode
 
 
 def test_a_generation_round_trips_through_its_progress_record_fields() -> None:
@@ -45,6 +45,7 @@ def test_a_record_names_its_data_topic_by_kafka_id_and_an_older_record_names_non
     [
         (Position(7, topic_id="old-id"), r"Kafka id is new-id; .* topic id old-id\."),
         (Position(7), r"missing at this start, though .* up to 7\."),  # no id yet
+        (Position(7, topic_id=LOST_TOPIC_ID), r"an earlier start found it missing, .* to 7\."),
     ],
 )
 def test_a_data_topic_created_again_is_refused_naming_the_resync(
