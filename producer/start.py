@@ -33,18 +33,16 @@ def check_topic(position: Position, found: DataTopic, table: str, topic: str) ->
     they say versions were published. One deleted and created again lacks those changes
     (TopicRecreatedError, exit 1), unless a resync was asked for, which starts a new
     generation in it with a snapshot."""
-    recorded, published = position.topic_id, position.version
+    recorded, last = position.topic_id, position.version
     if position.resync_pending or recorded == found.id:
         return
+    counted = f"its progress counts versions up to {'none whole' if last is None else last}"
     if recorded == LOST_TOPIC_ID:
-        why = (
-            f"an earlier start found it missing, though its progress counts versions to {published}"
-        )
+        why = f"an earlier start found it missing, though {counted}"
     elif recorded is not None:
         why = f"its Kafka id is {found.id}; its progress was written beside topic id {recorded}"
-    elif found.created and (published is not None or position.part is not None):
-        last = published if published is not None else "none whole"
-        why = f"it was missing at this start, though its progress counts versions up to {last}"
+    elif found.created and (last is not None or position.part is not None):
+        why = f"it was missing at this start, though {counted}"
     else:
         return
     raise TopicRecreatedError(table, topic, why)

@@ -110,7 +110,7 @@ def test_a_data_topic_deleted_and_created_again_stops_the_producer_naming_the_re
     with pytest.raises(TopicRecreatedError, match=rf"{why}.*resync"):
         run(settings(endpoints, path, "id", topic=topic, until_version=2), spark=spark)
     if older_record:  # the next start finds the topic there, and the record says it lost
-        again = r"an earlier start found it missing, though .* versions to 2\."
+        again = r"an earlier start found it missing, though .* versions up to 2\."
         with pytest.raises(TopicRecreatedError, match=rf"{again}.*resync"):
             run(settings(endpoints, path, "id", topic=topic, until_version=2), spark=spark)
 
