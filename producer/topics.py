@@ -7,7 +7,6 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -15,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from schemas.errors import TableConfigError
 from schemas.naming import REPLAYABLE, progress_topic
 from services.kafka_errors import error_of
-from services.kafka_topics import described
+from services.kafka_topics import created, described
 from services.retry import retrying
 from services.service_errors import KafkaUnavailableError, client_failure
 from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
@@ -67,9 +66,8 @@ def ensure_topics(
         names = [t.topic for t in wanted]
         known = described(admin, names)
         missing = [t for t in wanted if t.topic not in known]
-        for name, future in admin.create_topics(missing).items() if missing else ():
-            _created(future, name)
         if missing:
+            created(admin, missing)
             known = _wait_until_described(admin, names, where)
     except KafkaException as exc:
         error = error_of(exc)
@@ -85,14 +83,6 @@ def ensure_topics(
 def _admin(config: tuple[tuple[str, str | int | float | bool], ...]) -> AdminClient:
     """The process's admin client for a Kafka config."""
     return AdminClient(dict(config))
-
-
-def _created(future: Any, name: str) -> None:
-    try:
-        future.result(timeout=30)
-    except KafkaException as exc:  # another producer may have created it meanwhile
-        if error_of(exc).code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
 
 
 def _wait_until_described(admin: AdminClient, topics: list[str], where: str) -> dict[str, str]:

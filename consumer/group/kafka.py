@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer.group.errors import CommitRefusedError, OffsetsRefusedError, TopicRefusedError
 from schemas.errors import CdfBridgeError, ServiceUnavailableError
 from services.kafka_errors import describe, error_of, passing
+from services.kafka_topics import created
 from services.retry import retrying
 from services.settings import MAX_MESSAGE_BYTES
 
@@ -131,15 +132,10 @@ def ensure_topic(
     """Create `topic` unless it exists (the dead-letter topic, on start-up)."""
     admin = AdminClient(dict(client_config))
     config = {"max.message.bytes": str(max_message_bytes)}
-    future = admin.create_topics([NewTopic(topic, partitions, config=config)], request_timeout=30)[
-        topic
-    ]
     try:
-        future.result(timeout=30)
+        created(admin, [NewTopic(topic, partitions, config=config)])
     except KafkaException as exc:
-        error = exc.args[0]
-        if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-            return
+        error = error_of(exc)
         if error.retriable():
             raise ServiceUnavailableError(f"cannot create topic {topic}: {error}") from exc
         raise
