@@ -6,11 +6,10 @@ chunk with its own progress record:
 2. the transactor's thread gathers chunks until none comes for QUIET_S (GATHER_S at most) or
    every table has handed one, then queues them all and their progress records in one
    transaction and commits;
-3. a chunk Kafka refuses (a change too large, a topic the broker refuses, or messages still
-   undelivered when the commit timed out with the others' delivered: its topic deleted) is
-   taken out: the transaction is aborted and run again at once without it, and its table
-   gets the refusal; any other failure reaches every chunk of the transaction, and a fatal
-   one (fenced) every chunk handed after it too.
+3. a chunk Kafka refuses (a change too large, a topic the broker refuses) is taken out: the
+   transaction is aborted and run again at once without it, and its table gets the refusal;
+   any other failure reaches every chunk of the transaction, and a fatal one (fenced) every
+   chunk handed after it too.
 
 A chunk's messages and its progress record commit together or not at all, so exactly once
 holds per table. A kill leaves the open transaction to the next producer with this
@@ -57,7 +56,6 @@ class Transactor:
         self.tables = tables
         self.bootstrap = str(kafka_config.get("bootstrap.servers", "?"))
         self._refused: dict[str, Message] = {}  # topic: the first message the broker refused
-        self._stuck: set[str] = set()  # topics whose messages an abort found undelivered
         config = producer_config(kafka_config, transactional_id, max_message_bytes)
         self._producer = build(Producer, {**config, "on_delivery": self._delivery_failed})
         self._handed: deque[Chunk] = deque()
@@ -163,7 +161,6 @@ class Transactor:
     def _transaction(self, chunks: list[Chunk]) -> list[int]:
         producer = self._producer
         self._refused.clear()
-        self._stuck.clear()
         try:
             producer.begin_transaction()
             rows = [send(producer, chunk) for chunk in chunks]
@@ -188,28 +185,21 @@ class Transactor:
 
     def _refusals(self, chunks: list[Chunk], error: KafkaError) -> dict[Chunk, Refused]:
         """The chunks whose topics the broker refused a message of; a lone chunk gets any
-        refusal, even one no delivery report names; on a commit that timed out, the chunks
-        with messages undelivered (their topic deleted, say) when others' were delivered."""
+        refusal, even one no delivery report names."""
         out: dict[Chunk, Refused] = {}
         for chunk in chunks:
             found = self._refused.get(chunk.topic) or self._refused.get(chunk.progress[0])
             if found is not None:
                 value = found.value() or b""
                 out[chunk] = Refused(found.error() or error, found.key(), None, len(value))
-        stuck = [c for c in chunks if {c.topic, c.progress[0]} & self._stuck]
         if not out and len(chunks) == 1 and not passing(error):
             out[chunks[0]] = Refused(error)
-        elif not out and error.code() == KafkaError._TIMED_OUT and len(stuck) < len(chunks):
-            out = {chunk: Refused(error) for chunk in stuck}
         return out
 
     def _delivery_failed(self, error: KafkaError | None, message: Message) -> None:
-        if error is None:
+        if error is None or error.code() in PURGED or passing(error):
             return
-        if error.code() in PURGED:  # undelivered when the transaction was aborted
-            self._stuck.add(message.topic() or "")
-        elif not passing(error):
-            self._refused.setdefault(message.topic() or "", message)
+        self._refused.setdefault(message.topic() or "", message)
 
     def _abort(self) -> None:
         """Abort the open transaction if the handle still can; if it cannot, the transaction

@@ -1,15 +1,14 @@
-"""The transactor's send loop when librdkafka's local queue is full (BufferError), its
-start: init_transactions retried while Kafka does not answer, never when it refuses, and a
-commit that timed out on one table's messages."""
+"""The transactor's send loop when librdkafka's local queue is full (BufferError), and its
+start: init_transactions retried while Kafka does not answer, never when it refuses."""
 
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import KafkaError, KafkaException
 
 from producer.errors import FencedError
-from producer.sends import Chunk, Refused, send
+from producer.sends import Chunk, send
 from producer.transactor import Transactor
 from services.service_errors import KafkaRefusedError, UnreachableError
 
@@ -128,56 +127,3 @@ def test_a_refusal_on_init_transactions_is_not_retried(
     with pytest.raises(raised):
         started(handle).start()
     assert handle.calls == 1
-
-
-class CommitTimesOutOnce:
-    """Stands in for the librdkafka handle only to time out the first commit with the
-    messages of `stuck` undelivered, which the abort then purges, as librdkafka does when a
-    topic is deleted under the producer."""
-
-    def __init__(self, transactor: Transactor, stuck: str) -> None:
-        self.transactor, self.stuck = transactor, stuck
-        self.commits = 0
-        self.queued: list[str] = []
-
-    def begin_transaction(self) -> None:
-        self.queued.clear()
-
-    def produce(self, topic: str, value: bytes | None, key: bytes, **_: Any) -> None:
-        self.queued.append(topic)
-
-    def commit_transaction(self, timeout: float) -> None:
-        self.commits += 1
-        if self.commits == 1:
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, retriable=True))
-
-    def abort_transaction(self, timeout: float) -> None:
-        purged = KafkaError(KafkaError._PURGE_QUEUE)
-        for topic in self.queued:
-            if topic == self.stuck:
-                self.transactor._delivery_failed(purged, Message(topic=topic))
-
-    def poll(self, timeout: float) -> int:
-        return 0
-
-
-def chunk(topic: str) -> Chunk:
-    return Chunk(topic, [batch()], (f"{topic}.progress", b"{}", topic.encode()))
-
-
-@pytest.mark.parametrize(("stuck", "kept"), [("gone", ["kept"]), ("none", [])])
-def test_a_commit_timing_out_on_one_topics_messages_fails_that_table_alone(
-    stuck: str, kept: list[str]
-) -> None:
-    transactor = Transactor({"bootstrap.servers": "127.0.0.1:1"}, "cdfbridge-lake", tables=2)
-    handle = CommitTimesOutOnce(transactor, stuck)
-    transactor._producer = handle  # type: ignore[assignment]
-    chunks = [chunk("kept"), chunk("gone")]
-
-    transactor._commit(chunks)
-
-    assert [c.topic for c in chunks if c.rows.exception() is None] == kept
-    assert handle.commits == 1 + len(kept)  # run again at once without the stuck table
-    for failed in [c for c in chunks if c.rows.exception() is not None]:
-        refused = failed.rows.exception()
-        assert isinstance(refused, Refused) and refused.error.code() == KafkaError._TIMED_OUT
