@@ -9,8 +9,8 @@ commit of 1,000 inserts per round. Per round, in one warm session:
   update (what each poll cost before), the read of the commit's changes in the snapshot
   already known, and its encoding (producer/encode.py);
 - the cycle's job over the N encoded reads (producer/cycle.py: union, coalesced, one
-  collect), the union's building timed apart from its job, against the same reads
-  collected one by one;
+  collect), the union's building (pairwise, as the cycle builds it, and as one chain)
+  timed apart from its job, against the same reads collected one by one;
 - the floor under both: the N commits' data files read as N Parquet scans unioned, and as
   one scan of N files. Spark spends per scan (its Hadoop configuration broadcast, planning)
   what a scan of many files spends once.
@@ -31,7 +31,7 @@ from typing import Any
 
 from output import table
 
-from producer.cycle import PLACE
+from producer.cycle import PLACE, _balanced_union
 from producer.encode import Encoding, WireSchema
 from producer.generate import Generator
 from producer.run import APP_NAME
@@ -106,11 +106,15 @@ def one_round(
 
     unions: list[Any] = []
 
-    def union() -> None:
-        tagged = [e.withColumn(PLACE, lit(str(i))) for i, e in enumerate(encoded)]
-        unions.append(functools.reduce(DataFrame.union, tagged))
+    def tagged() -> list[Any]:
+        return [e.withColumn(PLACE, lit(str(i))) for i, e in enumerate(encoded)]
 
-    spent[f"cycle: {n} reads tagged and unioned"] = timed(union)
+    spent[f"cycle: {n} reads tagged and unioned pairwise"] = timed(
+        lambda: unions.append(_balanced_union(tagged()))
+    )
+    spent[f"  (tagged and unioned as one chain, {n} deep)"] = timed(
+        lambda: functools.reduce(DataFrame.union, tagged())
+    )
     spent["cycle: their one job"] = timed(
         lambda: unions[0].coalesce(spark.sparkContext.defaultParallelism).toArrow()
     )

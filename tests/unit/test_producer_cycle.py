@@ -2,7 +2,9 @@
 
 from typing import Any
 
-from producer.cycle import Cycle, _Read
+import pytest
+
+from producer.cycle import Cycle, _balanced_union, _Read
 
 
 def cycle_with(*sizes: int, max_bytes: int = 100) -> tuple[Cycle, list[_Read]]:
@@ -40,3 +42,20 @@ def test_a_cycle_waits_a_short_while_for_tables_at_their_heads_without_a_read() 
     cycle.at_head("a", True)
     cycle.at_head("b", True)  # b sends nothing: the cycle goes on once it is quiet
     assert frames(cycle._take()) == ["table 0"]
+
+
+class Rows:
+    """Stands in for a DataFrame only to record the order union() puts its rows in."""
+
+    def __init__(self, *rows: int) -> None:
+        self.rows = list(rows)
+
+    def union(self, other: "Rows") -> "Rows":
+        return Rows(*self.rows, *other.rows)
+
+
+@pytest.mark.parametrize("reads", [1, 2, 3, 8, 13])
+def test_the_union_built_pairwise_holds_every_read_once_in_order(reads: int) -> None:
+    frames: list[Any] = [Rows(i) for i in range(reads)]
+
+    assert _balanced_union(frames).rows == list(range(reads))
