@@ -65,6 +65,7 @@ def ensure_topics(
     try:
         names = [t.topic for t in wanted]
         known = described(admin, names)
+        was_there = topic in known
         missing = [t for t in wanted if t.topic not in known]
         if missing:
             created(admin, missing)
@@ -76,7 +77,7 @@ def ensure_topics(
                 f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}"
             ) from exc
         raise client_failure(error, where, f"creating topic {topic}") from exc
-    return DataTopic(known[topic], created=topic in {t.topic for t in missing})
+    return DataTopic(known[topic], created=not was_there)
 
 
 @functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it
