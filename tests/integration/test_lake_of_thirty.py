@@ -3,6 +3,7 @@ ends equal to its Delta table, and the broker sees one consumer-group member and
 transactional producers (the tables at their heads, and backlogs) where a client per table
 would be thirty."""
 
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from consumer.group import offsets
+from consumer.process import Consumers
 from producer.generate import Generator
 from producer.run import run
 from tests.conftest import unique
@@ -43,7 +45,8 @@ def test_thirty_tables_end_equal_through_one_member_and_at_most_two_producers(
 
     group, topics = unique("lake-group"), list(lake)
     with consumers_of(endpoints, topics, ch_database, group) as consumers:
-        wait_for(partial(_caught_up, endpoints, group, topics), "every topic read", 180)
+        waited = partial(_caught_up, endpoints, kafka_admin, group, topics, consumers)
+        wait_for(waited, "every topic read", 180)
         described = kafka_admin.describe_consumer_groups([group])[group].result()
 
     assert consumers.failures == []
@@ -64,6 +67,17 @@ def test_thirty_tables_end_equal_through_one_member_and_at_most_two_producers(
 OPS = ("insert", "update", "delete")
 
 
-def _caught_up(endpoints: Endpoints, group: str, topics: list[str]) -> bool:
+def _caught_up(
+    endpoints: Endpoints, admin: Any, group: str, topics: list[str], consumers: Consumers
+) -> bool:
+    """Every topic read to its end; a topic that stopped on an error fails the test at once,
+    and while any lags, the lagging ones and the group's state are printed (what a timeout
+    leaves to look at)."""
+    assert consumers.failures == []
     config = {"bootstrap.servers": endpoints.kafka}
-    return all(p.caught_up for topic in topics for p in offsets.positions(config, group, topic))
+    lags = {t: sum(p.lag for p in offsets.positions(config, group, t)) for t in topics}
+    behind = {topic: lag for topic, lag in lags.items() if lag}
+    state = admin.describe_consumer_groups([group])[group].result()
+    members = len(state.members)
+    print(f"{time.strftime('%H:%M:%S')} group {state.state} ({members} members); lagging {behind}")
+    return not behind
