@@ -2,8 +2,10 @@
 
 `spark.read.option("readChangeFeed", ...)` wraps the feed in DeltaCDFRelation, whose scan
 turns every row into a JVM `Row` object and back; that alone made encoding a chunk take about
-twice as long. Delta's CDCReader.changesToBatchDF builds the same rows straight from the
-files, in the schema of the range's last version (the public reader takes the latest).
+twice as long. Delta's CDCReader.changesToDF builds the same rows straight from the
+files, in the schema of the range's last version (the public reader takes the latest), and
+from commit files required to have no gap (a version cleaned up raises, as the public
+reader does, instead of being skipped).
 The table's head version comes from the same log handle, without history(1)'s Spark job,
 and so do the operation metrics of a few commits, each read from its commit file, without
 the Spark job of history(n) (about 0.3 s, whatever n). All are Delta-internal, so when the
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from producer.commit_log import CommitLog
+from producer.errors import VersionUnavailableError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -92,6 +95,12 @@ class DirectChangeFeed:
             cdc = self.spark._jvm.org.apache.spark.sql.delta.commands.cdc  # type: ignore[union-attr]
             self._reader = getattr(getattr(cdc, "CDCReader$"), "MODULE$")
         reader = self._reader
+        if self.commits is not None and self.commits.gone(first):
+            # Delta would build first's snapshot and fail without saying why, or, with the
+            # later commits known, read the range from the next file there without a word.
+            table = str(self._log.dataPath().toString())
+            why = f"the commit file of version {first} is gone"
+            raise VersionUnavailableError(table, first, why)
         if self._settled(first, last):  # no metadata since: no log update, no snapshot built
             start = end = self._end
         else:
@@ -109,16 +118,15 @@ class DirectChangeFeed:
             if _column_mapping(end) or _column_mapping(start):
                 return None  # the public reader picks the schema mode for those
             self._end = end
-        return reader.changesToBatchDF(
-            self._log,
-            first,
-            last,
-            self.spark._jsparkSession,
-            none,
-            some(end),
-            False,
-            some(start),
+        # What changesToBatchDF does, but with Delta's check that the commit files are
+        # contiguous from `first` (failOnDataLoss): without it a range whose first commit
+        # file was cleaned up behind a checkpoint reads the later versions alone, silently.
+        changes = self._log.getChanges(first, last, none, True)
+        spark = self.spark._jsparkSession
+        found = reader.changesToDF(
+            end, first, last, changes, spark, none, False, False, some(start)
         )
+        return found.fileChangeDf()
 
     def _settled(self, first: int, last: int) -> bool:
         """The last snapshot read in holds for first..last: it is older than first, and

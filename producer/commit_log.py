@@ -121,6 +121,11 @@ class CommitLog(Commits):
             if version not in self:
                 self._found(version)
 
+    def gone(self, version: int) -> bool:
+        """Whether version's commit file is no longer there (cleaned up behind a checkpoint):
+        looked for, and read, unless it was read before."""
+        return not self._found(version)
+
     def _check_same_log(self) -> None:
         """The new commits name no other table, and the known commit file is unchanged."""
         others = [c for c in self._by_version.values() if c.table_id not in (None, self.table_id)]

@@ -18,6 +18,7 @@ MAX_DEPTH = 30  # causes followed at most: Java chains can be long, never endles
 UNAVAILABLE_CONDITIONS = frozenset(
     {
         "DELTA_MISSING_CHANGE_DATA",
+        "DELTA_MISSING_FILES_UNEXPECTED_VERSION",  # a commit file missing in a range read
         "DELTA_FILE_NOT_FOUND",
         "DELTA_FILE_OR_DIR_NOT_FOUND",
         "DELTA_VERSIONS_NOT_CONTIGUOUS",

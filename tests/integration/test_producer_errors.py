@@ -101,6 +101,27 @@ def test_versions_from_before_the_feed_was_enabled_suggest_snapshot(
         publish(spark, endpoints, delta_path, "id", starting_version=0, until_version=3)
 
 
+def test_a_next_version_cleaned_up_behind_a_checkpoint_stops_the_table_and_skips_nothing(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    """Log retention deletes the commit files before a checkpoint. When the next version to
+    publish is the last one deleted, every later commit file is still there: the read must
+    refuse the range, not publish the later versions and leave that one out."""
+    create_table(spark, delta_path)
+    spark.sql(f"ALTER TABLE delta.`{delta_path}` SET TBLPROPERTIES (delta.checkpointInterval = 4)")
+    for n in range(1, 5):  # versions 2-5, a checkpoint at 4
+        append(spark, delta_path, [(str(n), f"p{n}", n)])
+    topic = publish(spark, endpoints, delta_path, "id", until_version=2)
+    log = os.path.join(delta_path, "_delta_log")
+    assert os.path.exists(os.path.join(log, f"{4:020d}.checkpoint.parquet"))
+    os.remove(os.path.join(log, f"{3:020d}.json"))  # as the log's cleanup would, behind 4
+
+    with pytest.raises(VersionUnavailableError, match="from version 3 are no longer available"):
+        publish(spark, endpoints, delta_path, "id", topic=topic, until_version=5)
+
+    assert [change[2] for change in changes(read_topic(endpoints, topic), "id")] == [2]
+
+
 def test_snapshot_publishes_current_state_then_follows_changes(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
