@@ -123,8 +123,10 @@ class CommitLog(Commits):
 
     def gone(self, version: int) -> bool:
         """Whether version's commit file is no longer there (cleaned up behind a checkpoint):
-        looked for, and read, unless it was read before."""
-        return not self._found(version)
+        one `exists` call unless it was read before (Delta reads it anyway, right after)."""
+        if version in self:
+            return False
+        return not self._fs.exists(self._file(version))
 
     def _check_same_log(self) -> None:
         """The new commits name no other table, and the known commit file is unchanged."""
@@ -144,9 +146,12 @@ class CommitLog(Commits):
             why = f"the commit file of its version {version} was written again since its load"
             raise LogReplacedError(why)
 
+    def _file(self, version: int) -> Any:
+        return self._path_of(self._dir, f"{version:020d}.json")
+
     def _identity(self, version: int) -> tuple[int, int] | None:
         """(length, modification time) of version's commit file; None when it is gone."""
-        path = self._path_of(self._dir, f"{version:020d}.json")
+        path = self._file(version)
         if not self._fs.exists(path):
             return None
         status = self._fs.getFileStatus(path)
@@ -156,7 +161,7 @@ class CommitLog(Commits):
         if version in self:
             return True
         if self._probe is None or self._probe[0] != version:
-            self._probe = (version, self._path_of(self._dir, f"{version:020d}.json"))
+            self._probe = (version, self._file(version))
         path = self._probe[1]
         if not self._fs.exists(path):
             return False
