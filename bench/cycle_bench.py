@@ -1,13 +1,14 @@
 """What one cycle costs per table at the head: each driver step the producer takes for a
 table's new commit, and the Spark job that collects N tables' reads, against its floors.
 
-    .venv/bin/python bench/cycle_bench.py [--tables 20] [--rounds 4]
+    .venv/bin/python bench/cycle_bench.py [--tables 20] [--rounds 4] [--reader files|delta]
 
 N Delta tables (the demo generator's shape, a checkpoint every 10 commits) each take a
 commit of 1,000 inserts per round. Per round, in one warm session:
 - the steps per table: the commit log's poll (producer/commit_log.py), Delta's own log
   update (what each poll cost before), the read of the commit's changes in the snapshot
-  already known, and its encoding (producer/encode.py);
+  already known (from the commit's files, or with `--reader delta` by Delta's change-feed
+  reader: producer/file_read.py), and its encoding (producer/encode.py);
 - the cycle's job over the N encoded reads (producer/cycle.py: union, coalesced, one
   collect), the union's building (pairwise, as the cycle builds it, and as one chain)
   timed apart from its job, against the same reads collected one by one;
@@ -31,7 +32,7 @@ from typing import Any
 
 from output import table
 
-from producer.cycle import PLACE, _balanced_union
+from producer.cycle import PLACE, balanced_union
 from producer.encode import Encoding, WireSchema
 from producer.generate import Generator
 from producer.run import APP_NAME
@@ -59,6 +60,12 @@ def main() -> None:
     )
     p.add_argument("--tables", type=int, default=20)
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument(
+        "--reader",
+        choices=("files", "delta"),
+        default="files",
+        help="read settled commits from their files (the default) or by Delta's reader",
+    )
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cdfbridge-cycle-"))
     generators = [
@@ -67,7 +74,7 @@ def main() -> None:
     heads = [max(g.commit("insert", 1_000) for _ in range(3)) for g in generators]
     settings = ProducerSettings(source={"table": generators[0].path, "primary_key": "id"})
     spark = session_for(settings.spark, settings.storage, APP_NAME)
-    sources = [DeltaSource(spark, g.path) for g in generators]
+    sources = [DeltaSource(spark, g.path, args.reader == "files") for g in generators]
     schema = sources[0].schema_json(heads[0])
     wire = WireSchema(key_schema(schema, ["id"], "t"), 1), WireSchema(value_schema(schema, "t"), 1)
     encoding = Encoding(*wire, ["id"], include_preimage=False)
@@ -110,7 +117,7 @@ def one_round(
         return [e.withColumn(PLACE, lit(str(i))) for i, e in enumerate(encoded)]
 
     spent[f"cycle: {n} reads tagged and unioned pairwise"] = timed(
-        lambda: unions.append(_balanced_union(tagged()))
+        lambda: unions.append(balanced_union(tagged()))
     )
     spent[f"  (tagged and unioned as one chain, {n} deep)"] = timed(
         lambda: functools.reduce(DataFrame.union, tagged())

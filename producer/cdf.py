@@ -19,8 +19,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from producer import metrics
 from producer.commit_log import CommitLog
 from producer.errors import VersionUnavailableError
+from producer.file_read import Shape, read_files, shape_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,8 +31,8 @@ log = logging.getLogger("cdfbridge.producer")
 
 
 class DirectChangeFeed:
-    def __init__(self, spark: SparkSession, delta_table: Any) -> None:
-        self.spark = spark
+    def __init__(self, spark: SparkSession, delta_table: Any, read_files: bool = True) -> None:
+        self.spark, self.read_files = spark, read_files
         self._log = delta_table._jdt.deltaLog()
         self.available = True
         # Looked up once: py4j resolves a dotted JVM name one segment at a time.
@@ -39,8 +41,10 @@ class DirectChangeFeed:
         self._history: Any = None  # what commit_metrics calls, on first use
         self.commits: CommitLog | None = self._call(lambda: CommitLog(spark, self._log))
         # The snapshot the last read was read in (not column-mapped): a later range that
-        # the commit log finds settled since its version is read in it as well.
+        # the commit log finds settled since its version is read in it as well, from its
+        # commits' own files where its shape allows (producer/file_read.py).
         self._end: Any = None
+        self._shape: Shape | None = None
 
     def read(self, first: int, last: int) -> DataFrame | None:
         """Changes of versions first..last; None when this Delta has no such internal API."""
@@ -103,6 +107,10 @@ class DirectChangeFeed:
             raise VersionUnavailableError(table, first, why)
         if self._settled(first, last):  # no metadata since: no log update, no snapshot built
             start = end = self._end
+            frame = self._from_files(first, last)
+            if frame is not None:
+                metrics.READS.labels("files").inc()
+                return frame._jdf
         else:
             latest = self._log.update(False, none, none)
             # Read with the schema of the range's end: a range before a type widening is
@@ -117,7 +125,8 @@ class DirectChangeFeed:
             start = end if unchanged else self._log.getSnapshotAt(first, none, none, False)
             if _column_mapping(end) or _column_mapping(start):
                 return None  # the public reader picks the schema mode for those
-            self._end = end
+            self._end, self._shape = end, shape_of(end) if self.read_files else None
+        metrics.READS.labels("delta").inc()
         # What changesToBatchDF does, but with Delta's check that the commit files are
         # contiguous from `first` (failOnDataLoss): without it a range whose first commit
         # file was cleaned up behind a checkpoint reads the later versions alone, silently.
@@ -127,6 +136,13 @@ class DirectChangeFeed:
             end, first, last, changes, spark, none, False, False, some(start)
         )
         return found.fileChangeDf()
+
+    def _from_files(self, first: int, last: int) -> DataFrame | None:
+        """first..last from their commits' own files, if the shape and every commit allow."""
+        found = self.commits.files(first, last) if self._shape and self.commits else None
+        if self._shape is None or not found:
+            return None
+        return read_files(self.spark, self._log, self._shape, found, self._reader)
 
     def _settled(self, first: int, last: int) -> bool:
         """The last snapshot read in holds for first..last: it is older than first, and

@@ -31,9 +31,10 @@ Catalog tables, whose log is not a plain path, keep Delta's own detection (Delta
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from producer.commit_files import CommitFiles, commit_files
 from producer.errors import LogReplacedError
 from producer.plan import estimate_rows
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 KEPT = 1_000  # commits remembered behind the newest: more than any head span holds
+FILES_KEPT = 100  # ... and the files of so many: a head span's (producer/file_read.py)
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class Commit:
     rows: int | None  # change rows by its operation metrics; None: they do not say
     changes_table: bool  # a metaData or protocol action: schema or features may change
     table_id: str | None = None  # its metaData action's id, when it has one
+    files: CommitFiles | None = None  # its changes' files; None: Delta's reader reads it
 
 
 class Commits:
@@ -64,6 +67,16 @@ class Commits:
         self._by_version[commit.version] = commit
         for version in [v for v in self._by_version if v < commit.version - KEPT]:
             del self._by_version[version]
+        older = self._by_version.get(commit.version - FILES_KEPT)
+        if older is not None and older.files is not None:
+            self._by_version[older.version] = replace(older, files=None)
+
+    def files(self, first: int, last: int) -> list[tuple[int, CommitFiles]] | None:
+        """(version, its files) for first..last, if every commit was read and its files
+        are known; else None."""
+        found = [self._by_version.get(v) for v in range(first, last + 1)]
+        known = [(c.version, c.files) for c in found if c is not None and c.files is not None]
+        return known if len(known) == len(found) else None
 
     def settled(self, first: int, last: int) -> bool:
         """Every commit first..last was read, and none carries metaData or protocol."""
@@ -173,13 +186,11 @@ class CommitLog(Commits):
 def parsed(version: int, text: str) -> Commit:
     """A commit file's lines (one JSON action each) as a Commit."""
     rows, changes_table, table_id = None, False, None
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        action = json.loads(line)
+    actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for action in actions:
         if "metaData" in action or "protocol" in action:
             changes_table = True
             table_id = action.get("metaData", {}).get("id", table_id)
         elif "commitInfo" in action:
             rows = estimate_rows(action["commitInfo"].get("operationMetrics"))
-    return Commit(version, rows, changes_table, table_id)
+    return Commit(version, rows, changes_table, table_id, commit_files(actions))

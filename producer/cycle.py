@@ -131,7 +131,7 @@ class Cycle:
             # A string tag: Spark's code generation keeps it out of the generated code,
             # which is then the same for every table of one shape, and compiled once.
             tagged = [r.frame.withColumn(PLACE, lit(str(i))) for i, r in enumerate(reads)]
-            union = _balanced_union(tagged)
+            union = balanced_union(tagged)
             # Fewer, fuller tasks: a task per table costs more than its few rows.
             rows = union.coalesce(self.spark.sparkContext.defaultParallelism).toArrow()
         except Exception as exc:  # noqa: BLE001 - whose read failed is found by reading each alone
@@ -152,7 +152,7 @@ class Cycle:
             read.rows.set_result(rows.filter(pc.equal(places, str(i))))
 
 
-def _balanced_union(frames: list[DataFrame]) -> DataFrame:
+def balanced_union(frames: list[DataFrame]) -> DataFrame:
     """The union of frames, built pairwise: each union() analyses the plan it makes, so a
     chain of them costs about the square of their number (80 reads tagged and unioned:
     369-420 ms as a chain, 166-169 ms pairwise; bench/cycle_bench.py --tables 80)."""

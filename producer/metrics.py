@@ -40,6 +40,11 @@ CYCLE_TABLES = Histogram(
     "Tables whose reads one cycle collected",
     buckets=(1, 2, 5, 10, 20, 50, 100),
 )
+READS = Counter(
+    "cdfbridge_producer_change_reads",
+    "Reads of a table's changes, by reader: files (its commits' own files) or delta (Delta's)",
+    ["reader"],
+)
 
 
 def serve(port: int | None) -> None:

@@ -31,11 +31,12 @@ def is_path(table: str) -> bool:
 class DeltaSource:
     """One Delta table, read through Spark; `table` is a path/URI or a catalog name."""
 
-    def __init__(self, spark: SparkSession, table: str) -> None:
+    def __init__(self, spark: SparkSession, table: str, read_files: bool = True) -> None:
         self.spark = spark
         self.table = table
         self._delta = self._open()
-        self._direct = DirectChangeFeed(spark, self._delta) if is_path(table) else None
+        direct = DirectChangeFeed(spark, self._delta, read_files) if is_path(table) else None
+        self._direct = direct
 
     @property
     def sql_name(self) -> str:

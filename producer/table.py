@@ -104,7 +104,7 @@ def _follow(
     kafka = kafka or kafka_side_in_thread(settings, steps, transactions)  # beside the log's load
     try:
         with steps.step("delta_log"):
-            source = DeltaSource(spark, config.table)
+            source = DeltaSource(spark, config.table, config.read_commit_files)
         with steps.step("change_feed_check"):
             source.check_change_feed()
     except BaseException:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from producer.cycle import Cycle, _balanced_union, _Read
+from producer.cycle import Cycle, _Read, balanced_union
 
 
 def cycle_with(*sizes: int, max_bytes: int = 100) -> tuple[Cycle, list[_Read]]:
@@ -58,4 +58,4 @@ class Rows:
 def test_the_union_built_pairwise_holds_every_read_once_in_order(reads: int) -> None:
     frames: list[Any] = [Rows(i) for i in range(reads)]
 
-    assert _balanced_union(frames).rows == list(range(reads))
+    assert balanced_union(frames).rows == list(range(reads))
