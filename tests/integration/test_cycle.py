@@ -38,6 +38,12 @@ def cycles() -> tuple[float, float]:
     return count, alone or 0.0
 
 
+def file_reads() -> float:
+    """Reads served from the commits' own files (producer/file_read.py) so far."""
+    found = REGISTRY.get_sample_value("cdfbridge_producer_change_reads_total", {"reader": "files"})
+    return found or 0.0
+
+
 def following(endpoints: Endpoints, entries: list[dict[str, Any]], spark: Any) -> Any:
     """The producer following entries in a thread: (stop, thread, raised)."""
     stop, raised = threading.Event(), list[BaseException]()
@@ -58,7 +64,7 @@ def test_tables_at_their_heads_share_cycles_and_each_ends_equal_with_a_schema_ch
     entries = [
         {"table": p, "primary_key": "id", "topic": topics[n]} for n, (p, _) in tables.items()
     ]
-    before = cycles()
+    before, read_before = cycles(), file_reads()
     stop, thread, raised = following(endpoints, entries, spark)
     try:
         for name, (_, head) in tables.items():
@@ -82,6 +88,7 @@ def test_tables_at_their_heads_share_cycles_and_each_ends_equal_with_a_schema_ch
     assert raised == []
     count, alone = (after - was for after, was in zip(cycles(), before, strict=True))
     assert count > alone, "no cycle collected more than one table's read"
+    assert file_reads() > read_before, "no read came from the commits' own files"
     for name, (path, _) in tables.items():
         assert len(published_once(endpoints, topics[name])) == changes_of(path, last[name])
         into = consumer_settings(
