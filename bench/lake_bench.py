@@ -76,10 +76,12 @@ def config_text(
     poll_s: float,
     extra: dict[str, str] | None = None,
     idle_poll_max_s: float = 5.0,
+    read_files: bool = True,
 ) -> str:
     """[[tables]] for both stages: {name: (path, topic)}, ClickHouse table = name; extra:
     {name: more TOML lines of its entry}."""
     polls = f"poll_interval_s = {poll_s}\nidle_poll_max_s = {idle_poll_max_s}"
+    polls += f"\nread_commit_files = {str(read_files).lower()}"
     lines = [
         f'[clickhouse]\ndatabase = "{database}"',
         f"[source]\n{polls}\nmetrics_port = 0",
@@ -141,12 +143,18 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
     for name in tables:
         target.create(client, database, name)
     config = root / f"{run_id}.toml"
-    config.write_text(config_text(database, tables, args.poll_interval, extra, args.idle_poll_max))
+    config.write_text(
+        config_text(
+            database, tables, args.poll_interval, extra, args.idle_poll_max, args.reader == "files"
+        )
+    )
     logs = Path(__file__).parent / "results" / "logs"
     env = {**os.environ}
     started_at = time.time()
     producer = start(
-        ["producer", "--config", str(config)], env, logs / f"lake_{run_id}.producer.log"
+        ["producer", "--config", str(config), "--log-level", args.producer_log_level],
+        env,
+        logs / f"lake_{run_id}.producer.log",
     )
     log = logs / f"lake_{run_id}.producer.log"
     # --no-consumer measures the producer alone, so there is no ClickHouse to wait for.
@@ -368,6 +376,17 @@ def main() -> None:
         "--idle", action="store_true", help="no commits while measured: the stages' CPU then"
     )
     p.add_argument("--no-consumer", action="store_true", help="run the producer alone")
+    p.add_argument(
+        "--producer-log-level",
+        default="INFO",
+        help="DEBUG also logs each cycle: its tables, rows and milliseconds",
+    )
+    p.add_argument(
+        "--reader",
+        choices=("files", "delta"),
+        default="files",
+        help="the producer reads settled commits from their files, or all by Delta's reader",
+    )
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cdfbridge-lake-"))
     results = [scenario(args, count, root) for count in args.tables or [20]]

@@ -142,7 +142,14 @@ class DirectChangeFeed:
         found = self.commits.files(first, last) if self._shape and self.commits else None
         if self._shape is None or not found:
             return None
-        return read_files(self.spark, self._log, self._shape, found, self._reader)
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return read_files(self.spark, self._log, self._shape, found, self._reader)
+        except Py4JJavaError as exc:  # the scan was refused as planned: Delta's reader reads it
+            why = str(exc.java_exception)[:300]
+            metrics.event("file_read_refused", logging.WARNING, versions=[first, last], error=why)
+            return None
 
     def _settled(self, first: int, last: int) -> bool:
         """The last snapshot read in holds for first..last: it is older than first, and
