@@ -2,7 +2,9 @@
 writes it), with a counter of the rows inserted per Delta version.
 
 The counter is a materialized view, so it counts each insert as it happens, even after
-the ReplacingMergeTree has folded a key's versions together in a merge.
+the ReplacingMergeTree has folded a key's versions together in a merge. Each of its rows
+is stamped with the insert's time (`at`, ClickHouse's clock, to the millisecond), so when a
+version's rows arrived can be read once at the end instead of by asking all along.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ def create(client: Any, database: str, name: str) -> None:
     client.command(current_view_sql(target))
     client.command(
         f"CREATE MATERIALIZED VIEW `{database}`.`{name}_inserted` "  # noqa: S608
-        "ENGINE = SummingMergeTree ORDER BY _commit_version AS "
-        f"SELECT _commit_version, count() AS rows FROM {target.name} GROUP BY _commit_version"
+        "ENGINE = MergeTree ORDER BY _commit_version AS SELECT _commit_version, count() AS rows, "
+        f"now64(3) AS at FROM {target.name} GROUP BY _commit_version"
     )
 
 
