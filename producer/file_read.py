@@ -15,10 +15,9 @@ every row given as constants:
   commit file's time as Delta's history makes it monotonic (Delta's own function).
 
 Only a table whose schema and features are on the allow-list below takes this path: no
-column mapping, no type widening, no row tracking, nothing unknown. Anything else, and every
-commit that commit_files leaves to Delta, is read by Delta's reader, as before.
-tests/integration/test_file_read.py reads the same commits both ways and requires the same
-rows.
+column mapping, no type widening, no row tracking, nothing unknown. Anything else, a commit
+commit_files leaves to Delta, or a span of many scans is read by Delta's reader.
+tests/integration/test_file_read.py reads the same commits both ways: the same rows.
 """
 
 from __future__ import annotations
@@ -49,6 +48,8 @@ FEATURES = frozenset(
 # A table's schema text holding any of these is read by Delta's reader: char and varchar
 # (read with padding), a widened type, a variant.
 SCHEMA_MARKS = ("__CHAR_VARCHAR_TYPE_STRING", "delta.typeChanges", '"variant"')
+# Scans a span may take (one per version, kind and partition): one costs about 60% of a
+MAX_SCANS = 2  # read by Delta's reader, which scans each kind once a span (cycle_bench.py)
 _INTEGRAL = {"byte": 7, "short": 15, "integer": 31, "long": 63}  # bits besides the sign
 _NUMBER = re.compile(r"-?[0-9]{1,19}")
 
@@ -95,17 +96,19 @@ def read_files(
     reader: Any,
 ) -> DataFrame | None:
     """The changes of commits (version, files), as Delta's reader gives them; None where a
-    file's path or partition value, or a commit's time, is not what this path reads. A few
-    py4j calls a folder (a Column built in Python costs several): a scan, one selectExpr."""
+    file's path or partition value, or a commit's time, is not what this path reads, or it
+    takes over MAX_SCANS scans. A few py4j calls a scan: the scan, one selectExpr."""
     from pyspark.sql import DataFrame
 
+    if len(groups := _groups(commits)) > MAX_SCANS:
+        return None
     root = str(delta_log.dataPath().toString())
     stamps = _timestamps(delta_log, commits, reader)
     jvm: Any = spark._jvm
     session = spark._jsparkSession
     schema = session.parseDataType(shape.read_schema)
     frames = []
-    for (version, kind, values), children in _groups(commits).items():
+    for (version, kind, values), children in groups.items():
         paths = [_absolute(root, c) for c in children]
         literals = _partition_literals(shape, dict(values))
         if stamps is None or literals is None or None in paths:

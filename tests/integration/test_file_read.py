@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from producer import metrics
+from producer import file_read, metrics
 from producer.encode import KEY, VALUE, Encoding, WireSchema
 from producer.source import DeltaSource
 from schemas.avro import key_schema, value_schema
@@ -147,8 +147,10 @@ def assert_same(spark: Any, path: str, by_delta: Any, by_files: Any) -> None:
     ids=["partitioned", "unpartitioned-in-commit-timestamps"],
 )
 def test_every_kind_of_commit_reads_the_same_from_its_files(
-    spark: Any, tmp_path: Path, partitioned: bool, properties: str
+    spark: Any, tmp_path: Path, partitioned: bool, properties: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Every span from its files, however many scans that takes: the rows are what is compared.
+    monkeypatch.setattr(file_read, "MAX_SCANS", 1_000)
     path = str(tmp_path / "t")
     make(spark, path, partitioned, f", delta.enableDeletionVectors = false{properties}")
     history(spark, path, partitioned)
@@ -162,8 +164,16 @@ def test_every_kind_of_commit_reads_the_same_from_its_files(
     kinds = {r[0] for r in by_delta.select("_change_type").distinct().collect()}  # (3, 10)
     assert kinds == {"insert", "delete", "update_preimage", "update_postimage"}
 
+    monkeypatch.undo()  # a span of more scans than MAX_SCANS: Delta's reader, alike
+    by_delta, by_files, from_files = both_ways(spark, path, 1, 11)
+    assert not from_files
+    assert_same(spark, path, by_delta, by_files)
 
-def test_deletion_vectors_are_read_by_deltas_reader_alike(spark: Any, tmp_path: Path) -> None:
+
+def test_deletion_vectors_are_read_by_deltas_reader_alike(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(file_read, "MAX_SCANS", 1_000)  # only the vectors send spans to Delta
     path = str(tmp_path / "t")
     make(spark, path, properties=", delta.enableDeletionVectors = true")
     history(spark, path)
