@@ -5,8 +5,8 @@
 
 For each --tables N: N Delta tables (the demo generator's shape) each take a commit of
 --rows-per-commit inserts every --interval seconds, staggered (table i at i/N of the
-interval; --burst: all at its start, as before 2026-11-28), while one producer (`[[tables]]` in a
-config file) and one consumer (the same file) follow them all. A commit's freshness is the
+interval; --burst: all at its start, as before 2026-11-28), while one producer
+(`[[tables]]` in a config file) and one consumer (the same file) follow them all. A commit's freshness is the
 time from its Delta commit until ClickHouse has stored all its rows (one query over every
 table's insert counter). "Tables published" is the start-up: from the producer's start
 until the first table, half the tables and every table has published its first chunk.
@@ -19,8 +19,8 @@ When a commit's rows were stored is read once, at the end, from the counter's st
 (bench/target.py: each insert's time, to the millisecond), so the bench does not load
 ClickHouse while measuring (asking it every 0.2 s over 200 counters cost about a fifth of
 a core). The producer's share of it, from the commit until its chunk was published, is
-read from the producer's log (`published`). The producer's CPU (its process tree, as a share of one core) is
-measured over the same window.
+read from the producer's log (`published`). The producer's CPU (its process tree, as a
+share of one core) is measured over the same window.
 
 --idle: each table takes IDLE_COMMITS commits; once the producer has published them all
 (its log says, IDLE_SETTLE_S before), no table commits while measured, which shows what
@@ -95,25 +95,28 @@ def config_text(
     return "\n\n".join(lines) + "\n"
 
 
-def arrivals(client: Any, database: str) -> list[tuple[float, tuple[str, int], int]]:
-    """Every insert into the run's tables: (when, (table, Delta version), rows), in order."""
+Arrivals = dict[tuple[str, int], list[tuple[float, int]]]
+
+
+def arrivals(client: Any, database: str) -> Arrivals:
+    """Every insert into the run's tables, by (table, Delta version): (when, rows), in order."""
     rows = client.query(
         "SELECT toFloat64(at), replaceOne(_table, '_inserted', ''), _commit_version, rows "  # noqa: S608
         f"FROM merge('{database}', '_inserted$') ORDER BY at"
     ).result_rows
-    return [(float(at), (str(t), int(v)), int(n)) for at, t, v, n in rows]
+    found: Arrivals = {}
+    for at, t, v, n in rows:
+        found.setdefault((str(t), int(v)), []).append((float(at), int(n)))
+    return found
 
 
-def stored_at(
-    inserts: list[tuple[float, tuple[str, int], int]], key: tuple[str, int], rows: int
-) -> float | None:
+def stored_at(inserts: Arrivals, key: tuple[str, int], rows: int) -> float | None:
     """When key's inserts first summed to rows (a redelivery may add more), or None."""
     total = 0
-    for at, k, n in inserts:
-        if k == key:
-            total += n
-            if total >= rows:
-                return at
+    for at, n in inserts.get(key, []):
+        total += n
+        if total >= rows:
+            return at
     return None
 
 

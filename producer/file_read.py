@@ -195,11 +195,10 @@ def _casts_alike(type_name: str, value: str) -> bool:
         return value in ("true", "false")
     if type_name == "date":
         try:
-            return bool(re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value)) and bool(
-                date.fromisoformat(value)
-            )
+            date.fromisoformat(value)  # a real day ...
         except ValueError:
             return False
+        return bool(re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value))  # ... written in full
     bits = _INTEGRAL[type_name]
     return bool(_NUMBER.fullmatch(value)) and -(2**bits) <= int(value) < 2**bits
 
