@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from producer.commit_files import CommitFiles, commit_files
 from producer.errors import LogReplacedError
 from producer.plan import estimate_rows
+from producer.probes import UNGROUPED, Probe
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -105,6 +106,9 @@ class CommitLog(Commits):
         self._fs = self._dir.getFileSystem(self._conf)
         self._store = delta_log.store()
         self._probe: tuple[int, Any] | None = None  # the next version and its file's path
+        self._looked: tuple[int, bool] | None = None  # a grouped look's answer, not used yet
+        instance = spark._jvm.java.lang.System.identityHashCode(self._fs)  # type: ignore[union-attr]
+        self._group = f"{self._fs.getUri()} {instance}"  # its file system, for grouped looks
         # (version, its commit file) last known to be the followed table's: at first the
         # loaded snapshot's, as the file system tells now (a listing and a look at one file
         # may round times differently on object stores).
@@ -125,6 +129,20 @@ class CommitLog(Commits):
             self._check_same_log()
             self._known = (version, self._identity(version))
         return version
+
+    def probe(self, after: int) -> Probe | None:
+        """A grouped look (producer/probes.py) at the first commit file after `after` not
+        read yet; None where its path cannot be grouped."""
+        version = after + 1
+        while version in self:
+            version += 1
+        path = str(self._file(version).toUri().getPath())
+        return None if UNGROUPED & set(path) else Probe(version, path, self._group, self._fs)
+
+    def looked(self, version: int, found: bool) -> None:
+        """A grouped look found version's commit file there (or not): the next poll takes
+        that answer instead of its own `exists` call."""
+        self._looked = (version, found)
 
     def read_back(self, first: int, last: int) -> None:
         """Read the commit files of first..last not read yet (a start's versions, before
@@ -176,7 +194,9 @@ class CommitLog(Commits):
         if self._probe is None or self._probe[0] != version:
             self._probe = (version, self._file(version))
         path = self._probe[1]
-        if not self._fs.exists(path):
+        looked, self._looked = self._looked, None
+        there = looked[1] if looked and looked[0] == version else self._fs.exists(path)
+        if not there:
             return False
         text = str(self._store.read(path, self._conf).mkString("\n"))
         self.add(parsed(version, text))

@@ -2,7 +2,9 @@
 
     poll    the commit files after the last published      DeltaSource.head (producer/
                                                            commit_log.py), now and then
-                                                           DeltaSource.latest_version
+                                                           DeltaSource.latest_version;
+                                                           while idle, DeltaSource.wait,
+                                                           grouped (producer/probes.py)
     plan    the unpublished versions into chunks           Course (producer/course.py), from
                                                            the commits' row estimates
     read    a chunk's changes, its schema checked first    DeltaSource.changes, RangeSchemas
@@ -27,6 +29,7 @@ from producer.chunks import Chunks
 from producer.course import Course, RowWidth, spans
 from producer.cycle import Cycle
 from producer.errors import LogReplacedError, TableRecreatedError
+from producer.probes import Probes
 from producer.registry import TopicSchemas
 from producer.settings import SourceSection
 from producer.slices import Slice
@@ -49,13 +52,15 @@ def follow(
     resume: Part | None = None,
     cycle: Cycle | None = None,
     ready: Callable[[], None] = lambda: None,
+    probes: Probes | None = None,
 ) -> Iterator[Slice]:
     """Slices of every change from version start on (after the rest of a version published
     in parts, `resume`, and the snapshot at snapshot_at, if any), until --until-version is
     published or stop is set while polling; steps: the start-up steps it takes, logged;
     cycle: where reads at the head are collected with other tables' (else each alone);
     ready: called at its first slice, when a read waits in the cycle, and whenever it
-    waits for the table to change."""
+    waits for the table to change; probes: where its looks for new commits are grouped
+    with the other tables' (else each is its own call)."""
     width = RowWidth(config.max_rows_per_chunk, config.max_bytes_per_chunk)
     course = Course(start, config.until_version, config.max_versions_per_chunk, width)
     policy = ColumnPolicy.of(config.exclude_columns, config.hash_columns)
@@ -69,7 +74,7 @@ def follow(
 
     def wait() -> bool:  # for the table to change; True: stop
         ready()
-        return stop.wait(idle.next_wait_s())
+        return source.wait(course.next_version - 1, idle.next_wait_s(), stop, probes)
 
     def head() -> int:  # poll: the commit files after the last published, now and then the log
         published = course.next_version - 1

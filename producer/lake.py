@@ -43,6 +43,7 @@ from producer import metrics
 from producer.cycle import Cycle
 from producer.errors import FencedError
 from producer.pacing import STARTING_AT_ONCE, TABLE_MAX_BACKOFF_S, Backoff, Starts
+from producer.probes import Probes
 from producer.publish import Transactions
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
@@ -65,13 +66,16 @@ def follow_all(
     cycle: Cycle,
     transactions: Transactions,
     begun: Begun | None = None,
+    probes: Probes | None = None,
 ) -> None:
     """Follow every table of settings until each is done (--until-version) or the process
     stops (resyncs.stop); raises the first error that stops every table. cycle: where the
     tables' reads at their heads are collected together; transactions: the Kafka
-    transactions their chunks share; begun: a lone table's start, begun before Spark's."""
+    transactions their chunks share; begun: a lone table's start, begun before Spark's;
+    probes: where the idle tables' looks for new commits are grouped."""
     starts = Starts(STARTING_AT_ONCE)
-    shared = _Shared(spark, resyncs, cycle, starts, transactions, isolate=bool(settings.tables))
+    isolate = bool(settings.tables)
+    shared = _Shared(spark, resyncs, cycle, starts, transactions, isolate, probes)
     tables = [_Table(settings, source, shared, begun) for source in settings.sources()]
     metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
@@ -124,13 +128,15 @@ class _Shared:
     starts: Starts
     transactions: Transactions
     isolate: bool
+    probes: Probes | None
 
     def follow(
         self, settings: ProducerSettings, started: Callable[[], None], begun: Begun | None
     ) -> None:
         spark, resyncs, cycle = self.spark, self.resyncs, self.cycle
         steps, kafka = (begun.steps, begun.kafka) if begun is not None else (None, None)
-        follow_table(settings, spark, resyncs, cycle, steps, kafka, started, self.transactions)
+        transactions, probes = self.transactions, self.probes
+        follow_table(settings, spark, resyncs, cycle, steps, kafka, started, transactions, probes)
 
 
 class _Table:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from producer import metrics
 from producer.cycle import Cycle
 from producer.lake import Begun, follow_all
+from producer.probes import Probes
 from producer.publish import Transactions
 from producer.resync import Resyncs
 from producer.settings import ProducerSettings
@@ -42,6 +43,7 @@ def run(
     restore = _on_signals(stop)
     resyncs: Resyncs | None = None
     cycle: Cycle | None = None
+    probes: Probes | None = None
     transactions: Transactions | None = None
     try:
         metrics.serve(settings.source.metrics_port)
@@ -58,8 +60,11 @@ def run(
                 discard(begun.kafka)
             raise
         cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
-        follow_all(settings, spark, resyncs, cycle, transactions, begun)
+        probes = Probes(spark._jvm.org.apache.hadoop.fs.Path)  # type: ignore[union-attr]
+        follow_all(settings, spark, resyncs, cycle, transactions, begun, probes)
     finally:
+        if probes is not None:
+            probes.close()
         if cycle is not None:
             cycle.close()
         if transactions is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from producer.cdf import DirectChangeFeed
 from producer.commit_log import CommitLog
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.plan import estimate_rows
+from producer.probes import Probes
 from services.storage_errors import storage_error
 
 if TYPE_CHECKING:
@@ -68,6 +70,19 @@ class DeltaSource:
         the commit files that follow it (producer/commit_log.py), else latest_version()."""
         commits = self._commits
         return commits.newest(after) if commits is not None else self.latest_version()
+
+    def wait(self, after: int, wait_s: float, stop: threading.Event, probes: Probes | None) -> bool:
+        """Wait wait_s for the table to change after version `after`; True: stop was set.
+        A path table's next commit file is then looked at with the other tables' (probes),
+        and its next head() takes that answer."""
+        commits = self._commits
+        probe = commits.probe(after) if commits is not None and probes is not None else None
+        if probe is None or probes is None or commits is None:
+            return stop.wait(wait_s)
+        found = probes.look(probe, wait_s, stop)
+        if found is not None:
+            commits.looked(probe.version, found)
+        return stop.is_set()
 
     def settled(self, first: int, last: int) -> bool:
         """No commit first..last carries metaData or protocol, as the commit log read them;

@@ -31,6 +31,7 @@ from producer.errors import TopicRecreatedError
 from producer.follow import follow
 from producer.pools import FOLLOW, in_pool
 from producer.prefetch import Prefetch
+from producer.probes import Probes
 from producer.publish import Publisher, Transactions
 from producer.registry import TopicSchemas
 from producer.resync import Resyncs
@@ -58,19 +59,23 @@ def follow_table(
     kafka: Future[KafkaSide] | None = None,
     started: Callable[[], None] = lambda: None,
     transactions: Transactions | None = None,
+    probes: Probes | None = None,
 ) -> None:
     """Publish settings.source's table until its --until-version or the process stops,
     starting over on each resync request; raises CdfBridgeErrors, the object store's
     failures named. cycle: where its reads at the head are collected; kafka: its Kafka
     side, set up already (or being set up); started: told once its first read is done or
-    waits in the cycle, or once it finds nothing to read; transactions: the process's transactional producers
-    (None: the table's own)."""
+    waits in the cycle, or once it finds nothing to read; transactions: the process's
+    transactional producers (None: the table's own); probes: where its looks for new
+    commits are grouped with the other tables'."""
     topic = settings.source.topic_name
     steps, resynced = steps or Waterfall(topic), False
     while True:
         halt = resyncs.rearm(topic)
         try:
-            _follow(settings, spark, halt, resyncs, cycle, steps, kafka, started, transactions)
+            _follow(
+                settings, spark, halt, resyncs, cycle, steps, kafka, started, transactions, probes
+            )
         except CdfBridgeError as exc:
             if resynced or not resyncs_itself(exc, settings):
                 raise
@@ -98,6 +103,7 @@ def _follow(
     kafka: Future[KafkaSide] | None,
     started: Callable[[], None],
     transactions: Transactions | None,
+    probes: Probes | None,
 ) -> None:
     config, topic = settings.source, settings.source.topic_name
     in_pool(spark, FOLLOW)
@@ -138,7 +144,7 @@ def _follow(
         publisher.describe_key = lambda raw: describe_key(raw, schemas.key)
         resume = None if position.resync_pending else position.part
         changes = follow(
-            source, schemas, config, start, snapshot_at, stop, steps, resume, cycle, started
+            source, schemas, config, start, snapshot_at, stop, steps, resume, cycle, started, probes
         )
         # The prefetch's own stop: closing it must not stop the other tables.
         with Prefetch(changes, name=f"cdf-reader-{topic}") as slices:

@@ -1,0 +1,117 @@
+"""The idle tables' grouped looks for their next commit files (producer/probes.py), on real
+Delta logs through Spark's Hadoop file system."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from producer.commit_log import CommitLog
+from producer.probes import Probes
+from tests.integration.test_table_identity import write
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+class CountedProbes(Probes):
+    """Probes that count their calls to the file system, and the paths of each."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__(spark._jvm.org.apache.hadoop.fs.Path)
+        self.calls: list[set[str]] = []
+
+    def _there(self, fs: Any, paths: set[str]) -> set[str]:
+        self.calls.append(set(paths))
+        return super()._there(fs, paths)
+
+
+def commit_log(spark: Any, path: str) -> CommitLog:
+    from delta.tables import DeltaTable
+
+    return CommitLog(spark, DeltaTable.forPath(spark, path)._jdt.deltaLog())
+
+
+def looks(probes: Probes, logs: dict[str, CommitLog], after: int) -> dict[str, bool | None]:
+    """Each log's look after version `after`, all asked at once from threads of their own."""
+    found: dict[str, bool | None] = {}
+    stop = threading.Event()
+
+    def look(name: str) -> None:
+        probe = logs[name].probe(after)
+        assert probe is not None
+        found[name] = probes.look(probe, 1.0, stop)  # all asked before the first is due
+
+    threads = [threading.Thread(target=look, args=(name,)) for name in logs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return found
+
+
+def test_idle_tables_looks_are_one_call_answering_each_table_as_exists_would(
+    spark: Any, tmp_path: Path
+) -> None:
+    paths = {f"t{i}": str(tmp_path / f"t{i}") for i in range(6)}
+    for path in paths.values():
+        write(path, 2)  # versions 0-1
+    logs = {name: commit_log(spark, path) for name, path in paths.items()}
+    for name in ("t1", "t4"):
+        write(paths[name], 1, first_id=100)  # version 2 in two of them
+    probes = CountedProbes(spark)
+    try:
+        found = looks(probes, logs, 1)
+    finally:
+        probes.close()
+
+    assert found == {name: name in ("t1", "t4") for name in paths}
+    assert len(probes.calls) == 1 and len(probes.calls[0]) == 6  # one call for the six
+
+
+def test_a_found_look_is_what_the_next_poll_reads_and_a_missing_one_costs_no_call(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "orders")
+    write(path, 2)
+    log = commit_log(spark, path)
+    probe = log.probe(1)
+    assert probe is not None and probe.version == 2
+
+    log.looked(2, False)
+    write(path, 1, first_id=100)  # version 2, after the look that found none
+    assert log.newest(1) == 1  # the look's answer, not a call of its own
+    assert log.newest(1) == 2  # the next poll looks again and reads it
+
+    probe = log.probe(2)
+    assert probe is not None and probe.version == 3  # the first version not read yet
+
+
+def test_a_look_of_a_table_told_to_stop_ends_without_waiting_its_time(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "orders")
+    write(path, 1)
+    probe = commit_log(spark, path).probe(0)
+    assert probe is not None
+    probes, stop = Probes(spark._jvm.org.apache.hadoop.fs.Path), threading.Event()
+    answer: list[bool | None] = []
+    looking = threading.Thread(target=lambda: answer.append(probes.look(probe, 3600, stop)))
+    looking.start()
+    stop.set()
+    looking.join(timeout=30)
+    probes.close()
+
+    assert answer == [None]  # told to stop, not looked at: an hour's wait not waited
+
+
+def test_a_path_a_pattern_would_read_is_looked_at_alone(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "orders,2024")
+    write(path, 1)
+    log = commit_log(spark, path)
+
+    assert log.probe(0) is None  # its table waits and polls with its own call
+    write(path, 1, first_id=100)
+    assert log.newest(0) == 1
