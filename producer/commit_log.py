@@ -109,6 +109,7 @@ class CommitLog(Commits):
         self._looked: tuple[int, bool] | None = None  # a grouped look's answer, not used yet
         instance = spark._jvm.java.lang.System.identityHashCode(self._fs)  # type: ignore[union-attr]
         self._group = f"{self._fs.getUri()} {instance}"  # its file system, for grouped looks
+        self._dir_path = str(self._dir.toUri().getPath()).rstrip("/")  # ... and its folder
         # (version, its commit file) last known to be the followed table's: at first the
         # loaded snapshot's, as the file system tells now (a listing and a look at one file
         # may round times differently on object stores).
@@ -136,7 +137,7 @@ class CommitLog(Commits):
         version = after + 1
         while version in self:
             version += 1
-        path = str(self._file(version).toUri().getPath())
+        path = f"{self._dir_path}/{version:020d}.json"
         return None if UNGROUPED & set(path) else Probe(version, path, self._group, self._fs)
 
     def looked(self, version: int, found: bool) -> None:

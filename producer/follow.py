@@ -74,7 +74,7 @@ def follow(
 
     def wait() -> bool:  # for the table to change; True: stop
         ready()
-        return source.wait(course.next_version - 1, idle.next_wait_s(), stop, probes)
+        return source.wait(course.next_version - 1, idle, stop, probes)
 
     def head() -> int:  # poll: the commit files after the last published, now and then the log
         published = course.next_version - 1
@@ -146,3 +146,8 @@ class Idle:
         """The wait before the next poll; the one after is longer, up to max_s."""
         wait, self.wait_s = self.wait_s, min(self.wait_s * 2, self.max_s)
         return wait
+
+    def wake_by(self) -> float:
+        """When the table polls itself however grouped looks go on (producer/probes.py):
+        its next load of the whole log."""
+        return self.clock() if self.checked is None else self.checked + self.LOG_CHECK_S

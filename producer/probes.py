@@ -11,9 +11,11 @@ stop); it takes the looks that are due, and those of tables told to stop, and:
 2. asks each file system once, with Hadoop's `globStatus` over `{path,path,...}`. A pattern
    of literal paths is expanded into one `getFileStatus` per path inside the JVM, so
    local paths, s3a:// and abfss:// alike answer each path as an `exists` would;
-3. hands each table whether its file is there. A table told to stop, or whose group's call
-   failed, gets None and looks for itself, as it would without Probes: the failure is then
-   raised in its own thread and classified there.
+3. hands each table whether its file is there. A table whose file is not there is looked
+   at again after its next idle wait, without waking it, until it must wake anyway (its
+   whole log's check, once a minute: Idle.wake_by). A table told to stop, or whose group's
+   call failed, gets None and looks for itself, as it would without Probes: the failure
+   is then raised in its own thread and classified there.
 
 A look is done at its due time, together with every other look due within TICK_S after
 it: a table's poll is never later than its idle wait and at most TICK_S earlier, and each
@@ -29,7 +31,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from producer import metrics
 
@@ -48,11 +50,24 @@ class Probe:
     fs: Any
 
 
+class Waits(Protocol):
+    """An idle table's waits between looks (producer/follow.py Idle)."""
+
+    def next_wait_s(self) -> float:
+        """The wait before the next look."""
+        ...
+
+    def wake_by(self) -> float:
+        """When (by the monotonic clock) the table must wake whatever the looks find."""
+        ...
+
+
 @dataclass(eq=False)
 class _Ask:
     probe: Probe
     due: float
     stop: threading.Event
+    waits: Waits | None
     found: bool | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -68,21 +83,29 @@ class Probes:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def look(self, probe: Probe, wait_s: float, stop: threading.Event) -> bool | None:
+    def look(
+        self, probe: Probe, wait_s: float, stop: threading.Event, waits: Waits | None = None
+    ) -> bool | None:
         """Whether probe's file is there, looked at no sooner than wait_s from now, with the
-        other tables' looks then due; None: stop was set, or the grouped call failed."""
-        ask = _Ask(probe, self._clock() + wait_s, stop)
+        other tables' looks then due; None: stop was set, or the grouped call failed.
+        waits: while the file is not there, look again after each of its waits, until its
+        wake_by(), without waking the table in between."""
+        ask = _Ask(probe, self._clock() + wait_s, stop, waits)
         with self._changed:
             if self._closed:
                 return None
-            self._asks.append(ask)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="probes", daemon=True)
-                self._thread.start()
-            if len(self._asks) == 1:  # the thread waits for one; else it keeps its ticks
-                self._changed.notify_all()
+            self._queue([ask])
         ask.done.wait()
         return ask.found
+
+    def _queue(self, asks: list[_Ask]) -> None:
+        """Holding the lock: asks wait for their looks."""
+        self._asks += asks
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="probes", daemon=True)
+            self._thread.start()
+        if len(self._asks) == len(asks):  # the thread waits for one; else it keeps its ticks
+            self._changed.notify_all()
 
     def close(self) -> None:
         """Answer every waiting look with None and end the thread."""
@@ -114,15 +137,34 @@ class Probes:
         for ask in due:
             if not ask.stop.is_set():  # a table told to stop gets None at once
                 groups[ask.probe.group].append(ask)
+        again: list[_Ask] = []
         try:
             for asks in groups.values():
                 there = self._group_there(asks)
                 for ask in asks:
                     ask.found = None if there is None else ask.probe.path in there
-                    ask.done.set()
+                    if ask.found is False and self._again(ask):
+                        again.append(ask)
         finally:
             for ask in due:
-                ask.done.set()
+                if ask not in again:
+                    ask.done.set()
+        if not again:
+            return
+        with self._changed:
+            if self._closed:
+                for ask in again:
+                    ask.done.set()
+            else:
+                self._queue(again)
+
+    def _again(self, ask: _Ask) -> bool:
+        """Whether ask, not there, is looked at again without waking its table: its next
+        look falls before its table's wake_by()."""
+        if ask.waits is None:
+            return False
+        ask.due = self._clock() + ask.waits.next_wait_s()
+        return ask.due < ask.waits.wake_by()
 
     def _group_there(self, asks: list[_Ask]) -> set[str] | None:
         """Which of the asks' paths (on one file system) are there; None if the call

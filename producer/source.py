@@ -12,7 +12,7 @@ from producer.cdf import DirectChangeFeed
 from producer.commit_log import CommitLog
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.plan import estimate_rows
-from producer.probes import Probes
+from producer.probes import Probes, Waits
 from services.storage_errors import storage_error
 
 if TYPE_CHECKING:
@@ -71,15 +71,16 @@ class DeltaSource:
         commits = self._commits
         return commits.newest(after) if commits is not None else self.latest_version()
 
-    def wait(self, after: int, wait_s: float, stop: threading.Event, probes: Probes | None) -> bool:
-        """Wait wait_s for the table to change after version `after`; True: stop was set.
-        A path table's next commit file is then looked at with the other tables' (probes),
-        and its next head() takes that answer."""
-        commits = self._commits
+    def wait(self, after: int, waits: Waits, stop: threading.Event, probes: Probes | None) -> bool:
+        """Wait waits' next wait for the table to change after version `after`; True: stop
+        was set. A path table's next commit file is then looked at with the other tables'
+        (probes), again after each next wait while it is not there, and its next head()
+        takes the answer."""
+        wait_s, commits = waits.next_wait_s(), self._commits
         probe = commits.probe(after) if commits is not None and probes is not None else None
         if probe is None or probes is None or commits is None:
             return stop.wait(wait_s)
-        found = probes.look(probe, wait_s, stop)
+        found = probes.look(probe, wait_s, stop, waits)
         if found is not None:
             commits.looked(probe.version, found)
         return stop.is_set()

@@ -4,6 +4,7 @@ Delta logs through Spark's Hadoop file system."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,50 @@ def test_a_path_a_pattern_would_read_is_looked_at_alone(spark: Any, tmp_path: Pa
     assert log.probe(0) is None  # its table waits and polls with its own call
     write(path, 1, first_id=100)
     assert log.newest(0) == 1
+
+
+class Waits:
+    """An idle table's waits (producer/follow.py Idle): 0.2 s apart, until wake_by."""
+
+    def __init__(self, wake_in_s: float) -> None:
+        self.until = time.monotonic() + wake_in_s
+        self.waits = 0
+
+    def next_wait_s(self) -> float:
+        self.waits += 1
+        return 0.2
+
+    def wake_by(self) -> float:
+        return self.until
+
+
+def test_a_table_whose_file_is_not_there_is_looked_at_again_without_waking_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "orders")
+    write(path, 2)
+    probe = commit_log(spark, path).probe(1)
+    assert probe is not None
+    probes, stop, waits = CountedProbes(spark), threading.Event(), Waits(wake_in_s=600)
+    answer: list[bool | None] = []
+    looking = threading.Thread(target=lambda: answer.append(probes.look(probe, 0.2, stop, waits)))
+    looking.start()
+    time.sleep(1.5)
+    assert answer == [] and len(probes.calls) >= 3  # looked at again and again, still asleep
+    write(path, 1, first_id=100)  # version 2
+    looking.join(timeout=30)
+    probes.close()
+
+    assert answer == [True]
+
+
+def test_a_table_wakes_by_its_time_though_its_file_is_not_there(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "orders")
+    write(path, 2)
+    probe = commit_log(spark, path).probe(1)
+    assert probe is not None
+    probes, waits = Probes(spark._jvm.org.apache.hadoop.fs.Path), Waits(wake_in_s=1.0)
+    answer = probes.look(probe, 0.2, threading.Event(), waits)
+    probes.close()
+
+    assert answer is False and waits.waits >= 2  # its whole log's load falls due

@@ -107,3 +107,14 @@ def test_a_bound_below_the_poll_interval_polls_at_one_pace() -> None:
     idle = Idle(poll_interval_s=2.0, max_s=1.0, clock=Clock())
 
     assert [idle.next_wait_s() for _ in range(3)] == [2.0, 2.0, 2.0]
+
+
+def test_an_idle_table_must_wake_for_its_next_whole_log_load_whatever_the_looks_find() -> None:
+    clock = Clock()
+    idle = Idle(poll_interval_s=1.0, max_s=5.0, clock=clock)
+    assert idle.wake_by() == 0.0  # never loaded: at once
+
+    clock.now = 10.0
+    idle.check_log(found=True)  # a commit found: the minute starts over
+    clock.now = 30.0
+    assert idle.wake_by() == 70.0
