@@ -2,8 +2,9 @@
 files, looked for through the table's own Hadoop file system (so local paths, s3a:// and
 abfss:// alike) and each read once.
 
-An idle table costs one `exists` call per poll. A new commit's file is read for what the
-follow loop needs before reading its changes:
+An idle table's looks for its next commit file are grouped with the other tables'
+(producer/probes.py); a poll then takes that answer, else it costs one `exists` call. A
+new commit's file is read for what the follow loop needs before reading its changes:
 - its change rows, from its operation metrics (the chunk plan's estimates);
 - whether it carries a `metaData` or `protocol` action. Only then can the table's schema,
   its column mapping or its features have changed, so a run of commits without one

@@ -135,7 +135,9 @@ class Probes:
     def _answer(self, due: list[_Ask]) -> None:
         groups: dict[str, list[_Ask]] = defaultdict(list)
         for ask in due:
-            if not ask.stop.is_set():  # a table told to stop gets None at once
+            if ask.stop.is_set():  # a table told to stop gets None at once
+                ask.found = None
+            else:
                 groups[ask.probe.group].append(ask)
         again: list[_Ask] = []
         try:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from producer.commit_log import CommitLog
-from producer.probes import Probes
+from producer.probes import Probe, Probes
 from tests.integration.test_table_identity import write
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -33,6 +33,14 @@ def commit_log(spark: Any, path: str) -> CommitLog:
     from delta.tables import DeltaTable
 
     return CommitLog(spark, DeltaTable.forPath(spark, path)._jdt.deltaLog())
+
+
+def next_probe(spark: Any, path: str, versions: int) -> Probe:
+    """The look at the next commit file of a new table of `versions` versions at path."""
+    write(path, versions)
+    probe = commit_log(spark, path).probe(versions - 1)
+    assert probe is not None
+    return probe
 
 
 def looks(probes: Probes, logs: dict[str, CommitLog], after: int) -> dict[str, bool | None]:
@@ -93,10 +101,7 @@ def test_a_found_look_is_what_the_next_poll_reads_and_a_missing_one_costs_no_cal
 def test_a_look_of_a_table_told_to_stop_ends_without_waiting_its_time(
     spark: Any, tmp_path: Path
 ) -> None:
-    path = str(tmp_path / "orders")
-    write(path, 1)
-    probe = commit_log(spark, path).probe(0)
-    assert probe is not None
+    probe = next_probe(spark, str(tmp_path / "orders"), 1)
     probes, stop = Probes(spark._jvm.org.apache.hadoop.fs.Path), threading.Event()
     answer: list[bool | None] = []
     looking = threading.Thread(target=lambda: answer.append(probes.look(probe, 3600, stop)))
@@ -137,9 +142,7 @@ def test_a_table_whose_file_is_not_there_is_looked_at_again_without_waking_it(
     spark: Any, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "orders")
-    write(path, 2)
-    probe = commit_log(spark, path).probe(1)
-    assert probe is not None
+    probe = next_probe(spark, path, 2)
     probes, stop, waits = CountedProbes(spark), threading.Event(), Waits(wake_in_s=600)
     answer: list[bool | None] = []
     looking = threading.Thread(target=lambda: answer.append(probes.look(probe, 0.2, stop, waits)))
@@ -154,10 +157,7 @@ def test_a_table_whose_file_is_not_there_is_looked_at_again_without_waking_it(
 
 
 def test_a_table_wakes_by_its_time_though_its_file_is_not_there(spark: Any, tmp_path: Path) -> None:
-    path = str(tmp_path / "orders")
-    write(path, 2)
-    probe = commit_log(spark, path).probe(1)
-    assert probe is not None
+    probe = next_probe(spark, str(tmp_path / "orders"), 2)
     probes, waits = Probes(spark._jvm.org.apache.hadoop.fs.Path), Waits(wake_in_s=1.0)
     answer = probes.look(probe, 0.2, threading.Event(), waits)
     probes.close()
