@@ -121,8 +121,7 @@ class Probes:
                 while not self._asks and not self._closed:
                     self._changed.wait()
                 if self._closed:
-                    for ask in self._asks:
-                        ask.done.set()
+                    _release(self._asks)
                     return
                 now, earliest = self._clock(), min(a.due for a in self._asks)
                 if earliest > now:  # woken by the first due look, or to see the stops
@@ -139,14 +138,14 @@ class Probes:
                 ask.found = None
             else:
                 groups[ask.probe.group].append(ask)
-        again: list[_Ask] = []
+        again: set[_Ask] = set()
         try:
             for asks in groups.values():
                 there = self._group_there(asks)
                 for ask in asks:
                     ask.found = None if there is None else ask.probe.path in there
                     if ask.found is False and self._again(ask):
-                        again.append(ask)
+                        again.add(ask)
         finally:
             for ask in due:
                 if ask not in again:
@@ -155,10 +154,9 @@ class Probes:
             return
         with self._changed:
             if self._closed:
-                for ask in again:
-                    ask.done.set()
+                _release(list(again))
             else:
-                self._queue(again)
+                self._queue(list(again))
 
     def _again(self, ask: _Ask) -> bool:
         """Whether ask, not there, is looked at again without waking its table: its next
@@ -178,10 +176,7 @@ class Probes:
             return None
 
     def _there(self, fs: Any, paths: set[str]) -> set[str]:
-        """Which of paths (on fs) are there, in one call."""
-        if len(paths) == 1:
-            (path,) = paths
-            return paths if fs.exists(self._path_of(path)) else set()
+        """Which of paths (on fs) are there, in one call (none found: null, or no status)."""
         statuses = fs.globStatus(self._path_of("{" + ",".join(sorted(paths)) + "}"))
         return {str(s.getPath().toUri().getPath()) for s in statuses or []}
 
@@ -192,3 +187,10 @@ def _split(asks: list[_Ask], now: float) -> tuple[list[_Ask], list[_Ask]]:
     for ask in asks:
         split[0 if ask.due <= now or ask.stop.is_set() else 1].append(ask)
     return split
+
+
+def _release(asks: list[_Ask]) -> None:
+    """Answer asks with None: their tables look for themselves (or stop)."""
+    for ask in asks:
+        ask.found = None
+        ask.done.set()

@@ -77,8 +77,7 @@ class DeltaSource:
         (probes), again after each next wait while it is not there, and its next head()
         takes the answer."""
         wait_s, commits = waits.next_wait_s(), self._commits
-        probe = commits.probe(after) if commits is not None and probes is not None else None
-        if probe is None or probes is None or commits is None:
+        if commits is None or probes is None or (probe := commits.probe(after)) is None:
             return stop.wait(wait_s)
         found = probes.look(probe, wait_s, stop, waits)
         if found is not None:
