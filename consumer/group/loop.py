@@ -147,17 +147,18 @@ class Pipeline:
         elif error is not None:
             log.warning("kafka error", extra={"topic": self.topic, "error": str(error)})
 
-    def after(self, shared: bool = False) -> None:
+    def after(self, shared: bool = False) -> bool:
         """Once per poll of the member: cut batches due, move the commit path on. On a
         member other topics share (`shared`), a topic whose writes fall behind is paused
-        rather than waited for."""
+        rather than waited for. True when quiet: nothing to cut, write, commit or resume
+        until a message or event of it comes."""
         owner, backpressure = self._owner, self._backpressure
         assert owner is not None and backpressure is not None  # noqa: S101 - attached
         self.metrics.polled()
         if self.error is not None:  # leaving at this step: nothing more is written
-            return
+            return False
         if not self._touched and owner.settled and backpressure.still:
-            return  # idle: nothing to cut, write, commit or resume (hundreds of topics)
+            return not self.finishing  # idle (hundreds of topics)
         self._touched = False
         waiting = backpressure.waiting()
         # While paused, consume() still serves rebalances and may return a few messages of
@@ -173,6 +174,7 @@ class Pipeline:
         backpressure.hold(shared and owner.full)
         self.metrics.buffered(owner.buffered_rows())
         self._caught_up = self.until_caught_up and owner.caught_up(self._partitions)
+        return False
 
     def fail(self, error: BaseException) -> None:
         """The topic stops on `error` (the first one) at the member's next step."""

@@ -10,11 +10,24 @@ nobody, until the next rebalance takes them away.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from itertools import groupby
+from typing import cast
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from consumer.group.rebalance import _caught
 from consumer.group.topic import Topic
+
+_TOPIC = cast(Callable[[Message], str], Message.topic)
+
+
+def by_topic(items: list[Message]) -> dict[str, list[Message]]:
+    """Messages (or events) by topic, each topic's in the order read: runs found in C."""
+    found: dict[str, list[Message]] = {}
+    for topic, run in groupby(items, key=_TOPIC):
+        found.setdefault(topic, []).extend(run)
+    return found
 
 
 def partitions_by_topic(partitions: list[TopicPartition]) -> dict[str, list[TopicPartition]]:

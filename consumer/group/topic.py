@@ -34,8 +34,9 @@ class Topic(Protocol):
     def event(self, event: Message) -> None:
         """A partition's end, or a Kafka error that is not fatal."""
 
-    def after(self, shared: bool) -> None:
-        """Once per poll of the member."""
+    def after(self, shared: bool) -> bool:
+        """Once per poll of the member; True when it had nothing to do (quiet), so that the
+        member may wait longer for the next message."""
 
     def fail(self, error: BaseException) -> None:
         """It stops on `error` at the member's next step."""
