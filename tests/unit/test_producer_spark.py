@@ -1,11 +1,15 @@
 """The producer's Spark session: its jars default to the stack's without importing the stack,
-and a master that does not answer is retried with back-off, then named."""
+and a master that does not answer is retried with back-off, then named. The chunks' Arrow
+memory pool."""
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+from producer.run import POOL_VARIABLE, _arrow_pool
 from services.service_errors import SparkUnavailableError
 from services.spark_master import start_with_retries
 from services.spark_session import SparkSection
@@ -57,3 +61,33 @@ def test_a_session_that_fails_to_start_is_retried() -> None:
 
     assert start_with_retries("local[*]", start, attempts=3) is session
     assert len(tries) == 2
+
+
+@pytest.fixture
+def arrow_pool() -> Iterator[None]:
+    """The process's Arrow pool, put back after the test."""
+    before = pa.default_memory_pool()
+    yield
+    pa.set_memory_pool(before)
+
+
+@pytest.mark.usefixtures("arrow_pool")
+def test_the_chunks_arrow_memory_comes_from_the_c_librarys_allocator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(POOL_VARIABLE, raising=False)
+    pa.set_memory_pool(pa.mimalloc_memory_pool())
+
+    _arrow_pool()
+
+    assert pa.default_memory_pool().backend_name == "system"
+
+
+@pytest.mark.usefixtures("arrow_pool")
+def test_a_pool_named_in_the_environment_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(POOL_VARIABLE, "mimalloc")
+    pa.set_memory_pool(pa.mimalloc_memory_pool())
+
+    _arrow_pool()
+
+    assert pa.default_memory_pool().backend_name == "mimalloc"
