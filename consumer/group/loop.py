@@ -148,10 +148,9 @@ class Pipeline:
             log.warning("kafka error", extra={"topic": self.topic, "error": str(error)})
 
     def after(self, shared: bool = False) -> bool:
-        """Once per poll of the member: cut batches due, move the commit path on. On a
-        member other topics share (`shared`), a topic whose writes fall behind is paused
-        rather than waited for. True when quiet: nothing to cut, write, commit or resume
-        until a message or event of it comes."""
+        """Once per poll of the member: cut batches due, move the commit path on; paused,
+        not waited for, when its writes fall behind on a member other topics share. True
+        when quiet: nothing to cut, write, commit or resume until a message of it comes."""
         owner, backpressure = self._owner, self._backpressure
         assert owner is not None and backpressure is not None  # noqa: S101 - attached
         self.metrics.polled()

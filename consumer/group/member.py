@@ -36,10 +36,9 @@ from services.kafka_errors import describe
 
 log = logging.getLogger(__name__)
 FETCH = 10_000  # messages per consume() call
-# consume() waits this long for FETCH messages, so a trickle is still batched promptly;
-# shorter while a write is under way, so that the next one starts soon after it. While
-# every topic is quiet, poll() waits up to IDLE_POLL_S for the first message instead: 200
-# idle topics stepped 10 times a second cost 1.1% of a core.
+# consume() waits this long for FETCH messages, so a trickle is still batched promptly; less
+# while a write is under way, so the next starts soon after. While every topic is quiet,
+# poll() waits up to IDLE_POLL_S for the first message (ten steps a second: 1.1% of a core).
 POLL_S, BUSY_POLL_S, IDLE_POLL_S = 0.1, 0.005, 1.0
 DRAINING_AT_ONCE = 8  # topics leaving together drain side by side
 # Topics ready within JOIN_QUIET_S of each other join in one rebalance (waiting JOIN_GATHER_S
@@ -201,6 +200,7 @@ class Member:
 
     def _subscribe(self) -> None:
         assert self.consumer is not None  # noqa: S101 - a topic joined before
+        self._quiet = False  # a rebalance follows
         if not self.topics:
             self.consumer.unsubscribe()
             return
