@@ -8,8 +8,9 @@ For each --tables N: N Delta tables (the demo generator's shape) each take a com
 interval; --burst: all at its start, as before 2026-11-28), while one producer
 (`[[tables]]` in a config file) and one consumer (the same file) follow them all. A
 commit's freshness is the time from its Delta commit until ClickHouse has stored all its
-rows (one query over every table's insert counter). "Tables published" is the start-up: from the producer's start
-until the first table, half the tables and every table has published its first chunk.
+rows (one query over every table's insert counter). "Tables published" is the start-up:
+from the producer's start until the first table, half the tables and every table has
+published its first chunk.
 Measuring starts after --warmup-s and once every table's commit two back is stored. Prints
 p50/p99/max per table and over all, and the producer's and consumer's peak RSS (process
 trees: Python + Spark JVM); with several counts, the producer's peak RSS against the first

@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -154,7 +154,7 @@ class Probes:
             return
         with self._changed:
             if self._closed:
-                _release(list(again))
+                _release(again)
             else:
                 self._queue(list(again))
 
@@ -189,7 +189,7 @@ def _split(asks: list[_Ask], now: float) -> tuple[list[_Ask], list[_Ask]]:
     return split
 
 
-def _release(asks: list[_Ask]) -> None:
+def _release(asks: Iterable[_Ask]) -> None:
     """Answer asks with None: their tables look for themselves (or stop)."""
     for ask in asks:
         ask.found = None
