@@ -38,6 +38,16 @@ def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
+@pytest.fixture(autouse=True)
+def _root_handlers() -> Iterator[None]:
+    """The root logger's handlers as they were: a command's main() run in a test sets its
+    own, on a captured stream that is closed once the test ends."""
+    handlers, level = list(logging.root.handlers), logging.root.level
+    yield
+    logging.root.handlers[:] = handlers
+    logging.root.setLevel(level)
+
+
 @pytest.fixture(scope="session")
 def endpoints() -> Iterator[Endpoints]:
     with provide() as found:

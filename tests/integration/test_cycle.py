@@ -130,7 +130,7 @@ def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
         for seed, (name, (path, _)) in enumerate(tables.items()):
             if name == "b":  # its read fails in the cycle's Spark job
                 broken = Generator(path, seed=5).commit("insert", 20)
-                _remove_data_files_of(path, broken)
+                _spoil_data_files_of(path, broken)
             else:
                 last[name] = Generator(path, seed=seed + 10).commit("update", 10)
         _wait_for(lambda: _failures(topics["b"]) >= 1, "table b to fail")
@@ -185,9 +185,12 @@ def test_a_table_moves_from_the_cycle_to_a_backlog_and_back_without_gap_or_dupli
     assert moves == ["head", "backlog", "head"]
 
 
-def _remove_data_files_of(path: str, version: int) -> None:
+def _spoil_data_files_of(path: str, version: int) -> None:
+    """The files version added hold no Parquet: a read of them plans (the files are there,
+    whichever reader takes them) and fails in its Spark job. A missing file would fail the
+    commit-file reader's planning instead, before the read reaches the cycle."""
     log = Path(path) / "_delta_log" / f"{version:020d}.json"
     for line in log.read_text().splitlines():
         action = json.loads(line)
         if "add" in action:
-            (Path(path) / action["add"]["path"]).unlink()
+            (Path(path) / action["add"]["path"]).write_bytes(b"not a Parquet file")
