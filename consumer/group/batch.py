@@ -65,6 +65,8 @@ class Written:
 
     rows: int
     dead_letters: int
+    # The commit times (epoch s) of its first and last rows, where read (consumer/freshness.py).
+    committed: tuple[float, float] | None = None
 
 
 # Partitions read to their end cut batches of at least 1/ENDED_CUT of the row limit.

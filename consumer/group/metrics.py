@@ -14,6 +14,7 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from consumer.freshness import BUCKETS, FRESHNESS, NewestRowAge
 from consumer.group.batch import PartitionBatch, Written
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,14 @@ class Collectors:
         self.topic_failed = Gauge(
             FAILED, "1 once the topic stopped on an error (the others go on)", topic, registry=r
         )
+        self.freshness = Histogram(
+            FRESHNESS,
+            "Seconds from a change's Delta commit to its row in ClickHouse (each batch's oldest)",
+            topic,
+            registry=r,
+            buckets=BUCKETS,
+        )
+        self.newest_row = NewestRowAge(r)
 
     def problems(self) -> list[str]:
         """Why /health answers 503: topics stopped on an error, or not polling Kafka."""
@@ -133,6 +142,10 @@ class Metrics:
         c.batch_seconds.observe(seconds)
         c.rows_per_second.set(written.rows / seconds if seconds > 0 else 0)
         c.lag.labels(batch.topic, str(batch.partition)).set(lag)
+        if written.committed is not None:
+            oldest, newest = written.committed
+            c.freshness.labels(topic).observe(max(0.0, time.time() - oldest))
+            c.newest_row.saw(topic, newest)
         log.info(
             "batch written",
             extra={

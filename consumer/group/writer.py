@@ -16,6 +16,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
+from consumer.freshness import commit_times
 from consumer.group import isolate, reread
 from consumer.group.batch import PartitionBatch, Written
 from consumer.group.dlq import DeadLetters
@@ -145,7 +146,7 @@ class BatchWriter:
                 extra={"topic": unit.topic, "token": unit.token, "error": str(exc)[:300]},
             )
             return [self._isolate(batch) for batch in unit.batches]
-        return [Written(len(rows), 0) for rows in own]
+        return [Written(len(rows), 0, commit_times(rows, self.schemas)) for rows in own]
 
     def _insert(self, values: list[bytes], token: str) -> None:
         """One insert per value schema in values: ClickHouse fills a top-level column a

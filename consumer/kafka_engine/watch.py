@@ -10,10 +10,11 @@ SIGTERM:
    the others go on;
 4. the messages the engine could not parse (`<table>_kafka_errors`) are counted: rows there
    are rows missing from the table, so /health reports them until someone deals with them
-   (a rebuild, then TRUNCATE of the errors table).
+   (a rebuild, then TRUNCATE of the errors table); and the table's newest commit time is
+   read, for the age of its newest row (consumer/freshness.py).
 
 Its port (consumer.metrics_port) serves /metrics (each topic's last applied round,
-failures and unparsed messages) and /health (503 while a topic's last apply failed or its
+failures, unparsed messages and newest row's age) and /health (503 while a topic's last apply failed or its
 errors table holds messages).
 """
 
@@ -26,11 +27,14 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from consumer.freshness import NewestRowAge
 from consumer.health import serve
 from consumer.kafka_engine import plan as kafka_engine_plan
 from consumer.kafka_engine.ddl import errors
 from consumer.settings import ConsumerSettings
 from consumer.topics import resolve
+from schemas.changes import COMMIT_TIMESTAMP
+from schemas.clickhouse import quote
 from schemas.errors import CdfBridgeError
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
@@ -65,6 +69,7 @@ class EngineWatch:
             registry=r,
         )
         self.unparsed_by_topic: dict[str, int] = {}
+        self.newest_row = NewestRowAge(r)
 
     def problems(self) -> list[str]:
         failed = [f"topic {topic}: {why}" for topic, why in sorted(self.failures.items())]
@@ -90,7 +95,7 @@ class EngineWatch:
         try:
             chosen = kafka_engine_plan.plan(each, self.group, self.num_consumers, nullable_tuple)
             kafka_engine_plan.apply(each, chosen)  # 1., 2.
-            count = unparsed(each)  # 4.
+            count, newest = unparsed(each), newest_commit(each)  # 4.
         except CdfBridgeError as exc:  # 3.
             self.failures[topic] = str(exc)[:500]
             self.failed.labels(topic).inc()
@@ -105,6 +110,8 @@ class EngineWatch:
         self.applied.labels(topic).set(time.time())
         self.unparsed_by_topic[topic] = count
         self.unparsed.labels(topic).set(count)
+        if newest is not None:
+            self.newest_row.saw(topic, newest)
 
 
 def unparsed(settings: ConsumerSettings) -> int:
@@ -112,6 +119,15 @@ def unparsed(settings: ConsumerSettings) -> int:
     table = errors(settings.target()).name
     with sorted_errors(settings.clickhouse.url):
         return int(str(connect(settings.clickhouse).command(f"SELECT count() FROM {table}")))  # noqa: S608 - quoted
+
+
+def newest_commit(settings: ConsumerSettings) -> float | None:
+    """The commit time (epoch s) of the target's newest row; None while it has none."""
+    target = settings.target()
+    sql = f"SELECT toUnixTimestamp64Micro(max({quote(COMMIT_TIMESTAMP)})) FROM {target.name}"  # noqa: S608 - quoted
+    with sorted_errors(settings.clickhouse.url):
+        micros = int(str(connect(settings.clickhouse).command(sql)))
+    return micros / 1e6 if micros > 0 else None
 
 
 def watch(settings: ConsumerSettings, group: str, num_consumers: int) -> None:
