@@ -41,9 +41,9 @@ def verify(settings: VerifySettings) -> Report:
     client = connect(settings.clickhouse)
     target = Target(settings.clickhouse.database, s.target_table, settings.clickhouse.cluster)
     deadline = time.monotonic() + s.wait_seconds
-    columns = _until(deadline)(_target_columns, client, target)
+    columns = _until(deadline)(target_columns, client, target)
     _until(deadline)(_version, settings)
-    keys = s.primary_key or _sorting_key(client, target.local)
+    keys = s.primary_key or sorting_key(client, target.local)
     if not keys:
         raise ConfigError(
             f"cannot tell the key of {target.name} (its table has no ORDER BY columns): pass "
@@ -113,7 +113,7 @@ def _stage(
     delta, policy = snapshot.open_version(settings, version), settings.verify.column_policy
     policy.check(delta.schema, settings.verify.table, version)
     published = [name for name in delta.names if name not in policy.exclude]
-    shared, problems = _shared_columns(target, published)
+    shared, problems = shared_columns(target, published)
     hashes, unhashed = hashed.hashed_columns(policy, delta.schema, shared)
     snapshot.stage(client, staging, shared, delta, hashes)
     return shared, problems + unhashed
@@ -138,7 +138,7 @@ def _published(settings: VerifySettings) -> int:
     return version
 
 
-def _target_columns(client: Any, target: Target) -> list[tuple[str, str]]:
+def target_columns(client: Any, target: Target) -> list[tuple[str, str]]:
     existing = existing_columns(client, target)
     if existing is None:
         raise NothingToCompareError(
@@ -148,7 +148,7 @@ def _target_columns(client: Any, target: Target) -> list[tuple[str, str]]:
     return [(name, kind) for name, kind in existing.items() if name not in METADATA_COLUMNS]
 
 
-def _sorting_key(client: Any, target: Target) -> list[str]:
+def sorting_key(client: Any, target: Target) -> list[str]:
     """The ORDER BY columns, by their names as they are (system.tables' `sorting_key` quotes
     and escapes them as ClickHouse writes identifiers)."""
     rows = client.query(
@@ -159,7 +159,7 @@ def _sorting_key(client: Any, target: Target) -> list[str]:
     return [str(name) for (name,) in rows]
 
 
-def _shared_columns(
+def shared_columns(
     ours: Sequence[tuple[str, str]], delta: Sequence[str]
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """Columns both sides have, and a line for each column only one side has."""

@@ -16,7 +16,7 @@ from verify.settings import VerifySettings
 
 EXIT_CODES = """\
 exit codes:
-  0  equal (every table, with [[tables]])
+  0  equal (every table, with [[tables]]); with --watch, stopped by SIGTERM or SIGINT
   1  not equal (the report names lost, extra and wrong keys), nothing to compare yet, or the
      Delta table cannot be read (the message says why)
   2  invalid settings or arguments, credentials Kafka or ClickHouse refused, a TLS
@@ -80,6 +80,42 @@ def parser() -> argparse.ArgumentParser:
         "dataset, or through its DataFusion scan for deletion vectors and column mapping; "
         "Spark, with the producer's session settings, for any other reader feature)",
     )
+    p.add_argument(
+        "--as-of",
+        action="store_true",
+        default=None,
+        help="compare inside ClickHouse as of the last version the consumer group has consumed "
+        "whole, leaving out the keys changed since: works while the pipeline runs",
+    )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        default=None,
+        help="with --as-of (implied): write the Delta table's rows for the lost and wrong keys "
+        "and deletes for the extra ones, each losing to any later change, then compare again",
+    )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        default=None,
+        help="compare every table in turn as of its consumed version, forever, with Prometheus "
+        "metrics on --metrics-port; with --repair, repair what drifts",
+    )
+    p.add_argument("--group", help="the consumer group filling the table (as-of modes)")
+    p.add_argument(
+        "--interval",
+        dest="interval_seconds",
+        type=float,
+        help="--watch: the least seconds between two rounds of one table (default 60)",
+    )
+    p.add_argument(
+        "--slices",
+        type=int,
+        help="--watch: compare one of this many slices of the keys a round (default 1: all)",
+    )
+    p.add_argument(
+        "--metrics-port", type=int, help="--watch: /metrics and /health port (default 9466)"
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
         "--config",
@@ -116,8 +152,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def compare(settings: VerifySettings) -> int:
         from verify.check import verify
+        from verify.watch import once
 
-        reports = [verify(table) for table in settings.each()]
+        s = settings.verify
+        if s.watch:
+            return watch(settings)
+        reports = once(settings) if s.as_of or s.repair else [verify(t) for t in settings.each()]
         if args.json:
             found = [report.as_dict() for report in reports]
             print(json.dumps(found[0] if len(found) == 1 else found, default=str, indent=2))
@@ -126,3 +166,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(report.equal for report in reports) else 1
 
     return run_command("cdfbridge-verify", lambda: settings_from(args), compare)
+
+
+def watch(settings: VerifySettings) -> int:
+    """--watch, until SIGTERM or SIGINT."""
+    import signal
+
+    from verify.watch import Watch
+
+    watcher = Watch(settings)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: watcher.stop.set())
+    watcher.run()
+    return 0

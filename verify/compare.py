@@ -28,9 +28,16 @@ def summarize(client: Any, relation: str, columns: Columns, keys: Sequence[str])
 
 
 def differences(
-    client: Any, delta: str, clickhouse: str, columns: Columns, keys: Sequence[str]
+    client: Any,
+    delta: str,
+    clickhouse: str,
+    columns: Columns,
+    keys: Sequence[str],
+    parameters: dict[str, str] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Counts and samples of lost, extra and wrong keys, and per column what differs."""
+    """Counts and samples of lost, extra and wrong keys, and per column what differs; the
+    relations may be subqueries, with the query parameters and settings they need."""
     values = [(i, name, kind) for i, (name, kind) in enumerate(columns) if name not in keys]
     key_tuple = f"tuple({', '.join(quote(k) for k in keys)})"
     both = f"s.{_IN} AND c.{_IN}"
@@ -54,7 +61,8 @@ def differences(
         f"FULL OUTER JOIN ({_side_query(clickhouse, columns, keys, values)}) AS c "
         f"USING ({', '.join(quote(k) for k in keys)})"
     )
-    [row] = client.query(query, settings={"join_use_nulls": 0}).result_rows
+    asked = {**(settings or {}), "join_use_nulls": 0}
+    [row] = client.query(query, parameters=parameters, settings=asked).result_rows
     lost, extra, wrong, lost_keys, extra_keys, wrong_keys = row[:6]
     diffs = []
     for (_, name, _), count, (sample, delta_value, ch_value) in zip(

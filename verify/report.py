@@ -41,6 +41,10 @@ class Report:
     columns: list[ColumnDiff] = field(default_factory=list)
     # Columns where a NULL list or map of Delta is compared as empty (as ClickHouse stores it).
     normalised: list[str] = field(default_factory=list)
+    # As of a version (verify/asof.py): keys the replica holds a later change of, left out
+    # of both sides; and the slice of the key buckets compared (1 of 1: all of them).
+    moving: int = 0
+    slice: tuple[int, int] = (0, 1)
 
     @property
     def equal(self) -> bool:
@@ -54,6 +58,9 @@ class Report:
             f"Delta {self.source} at version {self.version}: {_side(self.delta)}",
             f"ClickHouse {self.target}: {_side(self.clickhouse)}",
         ]
+        if self.moving or self.slice != (0, 1):
+            part = f"key slice {self.slice[0] + 1} of {self.slice[1]}; " * (self.slice[1] > 1)
+            lines.append(f"{part}{self.moving:,} keys moving (changed after the version)")
         if self.normalised:
             lines.append(
                 f"normalised: a NULL list or map is compared as empty in {', '.join(self.normalised)}"

@@ -42,6 +42,25 @@ class VerifySection(Section):
     """Columns the producer publishes hashed (its hash_columns): the Delta side is compared
     as their SHA-256."""
 
+    as_of: bool = False
+    """Compare as of the last version the consumer group has consumed whole, leaving out
+    the keys changed since (verify/asof.py): works while the pipeline runs."""
+    group: str = "cdfbridge-consumer"
+    """The consumer group that fills the table (a Kafka-engine table's group, for one):
+    whose committed offsets tell which version the table holds whole."""
+    repair: bool = False
+    """After an as-of round that finds lost, extra or wrong keys, write the Delta table's
+    rows for them (verify/repair.py), then compare again."""
+    watch: bool = False
+    """Compare every table in turn, forever, as of its consumed version, with metrics."""
+    interval_seconds: float = Field(default=60.0, gt=0)
+    """--watch: the least time between two rounds of one table."""
+    slices: int = Field(default=1, ge=1, le=1024)
+    """--watch: the key buckets are split into this many slices, one a round; a table is
+    covered whole every `slices` rounds."""
+    metrics_port: int = Field(default=9466, ge=0, le=65535)
+    """--watch: /metrics and /health (0: none)."""
+
     _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
         comma_list
     )

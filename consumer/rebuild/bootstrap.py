@@ -117,7 +117,7 @@ def _load(
     metadata = {
         CHANGE_TYPE: literal(SNAPSHOT),
         COMMIT_VERSION: str(point.version),
-        COMMIT_TIMESTAMP: _committed_at(client, lake, point.version),
+        COMMIT_TIMESTAMP: committed_at(client, lake, point.version),
         GENERATION: str(point.generation.number),  # a table made from a schema that has it
     }
     chosen = {
@@ -163,10 +163,15 @@ def lake_column(name: str, kind: str, hashed: bool) -> str:
     return f"lower(hex(SHA256({value})))"
 
 
-def _committed_at(client: Client, lake: LakeTable, version: int) -> str:
+def committed_at(client: Client, lake: LakeTable, version: int) -> str:
+    """commit_millis as a ClickHouse DateTime64 expression."""
+    return f"fromUnixTimestamp64Milli(toInt64({commit_millis(client, lake, version)}), 'UTC')"
+
+
+def commit_millis(client: Client, lake: LakeTable, version: int) -> int:
     """The commit time of `version` as Delta's history gives it: the in-commit timestamp
-    when the table records one, else the commit file's modification time; the time of the
-    load when the log no longer holds the commit file."""
+    when the table records one, else the commit file's modification time; now when the
+    log no longer holds the commit file."""
     try:
         found = client.command(
             f"SELECT {COMMIT_TIME} FROM {lake.log_file_sql(version)}",  # noqa: S608 - parameters
@@ -178,4 +183,4 @@ def _committed_at(client: Client, lake: LakeTable, version: int) -> str:
             "no commit file for the version: its time is the load's", extra={"version": version}
         )
         millis = int(datetime.now(UTC).timestamp() * 1000)
-    return f"fromUnixTimestamp64Milli(toInt64({millis}), 'UTC')"
+    return millis

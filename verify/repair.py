@@ -1,0 +1,95 @@
+"""Repair what an as-of round found (verify/asof.py), inside ClickHouse, in the buckets that
+differ, while the pipeline runs.
+
+1. lost and wrong keys: the Delta table's row at V is inserted, as a `snapshot` row of
+   commit V. Its `_version` (schemas/changes.py) is at or above that of any row the replica
+   holds of a key that is not moving, and below that of any later change: a change the
+   consumer writes before or after the repair wins over it;
+2. extra keys: a `delete` of commit V, which outranks the extra row of an older commit;
+   of commit V + 1 where the extra row claims commit V itself. Delta's table at V lacks the
+   key, so commit V + 1 can only insert it, which outranks that delete. (Such a key is
+   then moving until a round is made at V + 1 or later.)
+Each step selects the keys again when it runs: a key that moved since the round is left out
+of both sides, and left alone. A second round then checks the table (the caller's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from consumer.tables.placement import insert_settings
+from schemas.changes import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    DELETE,
+    GENERATION,
+    SNAPSHOT,
+)
+from schemas.clickhouse import literal, quote
+from schemas.target import Target
+from verify.asof import Scope, sides
+from verify.canonical import row_hash
+from verify.lake_side import Columns, LakeSide
+
+
+def repair(
+    client: Any,
+    lake: LakeSide,
+    target: Target,
+    columns: Columns,
+    scope: Scope,
+    buckets: Sequence[int],
+    generation: int | None,
+) -> None:
+    """1. and 2., for the keys of `buckets`; generation: the topic's, where the target has
+    the `_generation` column."""
+    lake_rows, replica_rows = sides(lake, target, columns, scope, buckets)
+    v = lake.version
+    names = [quote(name) for name, _ in columns]
+    held = f"tuple({scope.key_tuple}, {row_hash(columns)})"
+    _insert(
+        client,
+        lake,
+        target,
+        names,
+        f"SELECT * FROM ({lake_rows}) WHERE {held} GLOBAL NOT IN "  # noqa: S608 - quoted
+        f"(SELECT {held} FROM ({replica_rows}))",
+        (SNAPSHOT, str(lake.version), generation),
+    )
+    _insert(
+        client,
+        lake,
+        target,
+        names,
+        f"SELECT * FROM ({replica_rows}) WHERE {scope.key_tuple} GLOBAL NOT IN "  # noqa: S608
+        f"(SELECT {scope.key_tuple} FROM ({lake_rows}))",
+        (DELETE, f"if({quote(COMMIT_VERSION)} < {v}, {v}, {v + 1})", generation),
+    )
+
+
+def _insert(
+    client: Any,
+    lake: LakeSide,
+    target: Target,
+    names: list[str],
+    rows: str,
+    change: tuple[str, str, int | None],
+) -> None:
+    """INSERT rows into target as changes of one type, commit version (SQL) and generation."""
+    kind, version, generation = change
+    metadata = {
+        CHANGE_TYPE: literal(kind),
+        COMMIT_VERSION: version,
+        COMMIT_TIMESTAMP: lake.committed,
+    }
+    if generation is not None:
+        metadata[GENERATION] = str(generation)
+    columns = ", ".join([*names, *map(quote, metadata)])
+    values = ", ".join([*names, *metadata.values()])
+    client.command(
+        f"INSERT INTO {target.name} ({columns}) SELECT {values} FROM ({rows})",  # noqa: S608
+        parameters=lake.parameters,
+        settings={**lake.settings, **insert_settings(target), "insert_deduplicate": 0},
+    )
