@@ -2,6 +2,8 @@
 
     python bench/verify_bench.py --rows 10000 --repeats 3
 
+With --as-of, as-of rounds and the watcher instead (bench/verify_asof.py).
+
 Spark writes two tables of the same rows and changes (inserts, then 5% updated and 1%
 deleted): one plain, one with deletion vectors. Both are published and consumed into
 ClickHouse in this process, then each (table, --reader) pair runs `python -m verify` cold,
@@ -86,7 +88,19 @@ def main() -> None:
     )
     p.add_argument("--rows", type=int, default=10_000, help="rows inserted per table")
     p.add_argument("--repeats", type=int, default=3, help="cold runs per table and reader")
+    p.add_argument(
+        "--as-of", action="store_true", help="time as-of rounds instead (bench/verify_asof.py)"
+    )
+    p.add_argument("--tables", type=int, default=0, help="--as-of: tables under one watcher")
+    p.add_argument("--table-rows", type=int, default=100_000, help="--as-of: rows of each")
+    p.add_argument("--interval", type=float, default=60.0, help="--as-of: seconds a table")
+    p.add_argument("--watch-seconds", type=float, default=600.0, help="--as-of: watch for")
     args = p.parse_args()
+    if args.as_of:
+        import verify_asof
+
+        verify_asof.main(args)
+        return
     settings = ConnectionSettings()
     client = clickhouse_connect.get_client(dsn=settings.clickhouse.url)
     database = f"bench_verify_{uuid.uuid4().hex[:8]}"

@@ -2,9 +2,10 @@
 stage answers over HTTP, else 1.
 
 The consumer's /health (503 while a topic is stopped or not polling) wins when its port is
-open; otherwise the producer's /metrics. The ports are the stages' own settings
-(CDFBRIDGE_CONSUMER__METRICS_PORT, CDFBRIDGE_SOURCE__METRICS_PORT), read from the
-environment the container runs with.
+open; otherwise the producer's /metrics; otherwise `cdfbridge-verify --watch`'s /health
+(503 while a table's rounds fail). The ports are the stages' own settings
+(CDFBRIDGE_CONSUMER__METRICS_PORT, CDFBRIDGE_SOURCE__METRICS_PORT,
+CDFBRIDGE_VERIFY__METRICS_PORT), read from the environment the container runs with.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import urllib.request
 
 CONSUMER = ("CDFBRIDGE_CONSUMER__METRICS_PORT", "9465", "/health")
 PRODUCER = ("CDFBRIDGE_SOURCE__METRICS_PORT", "9464", "/metrics")
+WATCHER = ("CDFBRIDGE_VERIFY__METRICS_PORT", "9466", "/health")
 
 
 def answers(url: str, timeout_s: float = 4.0) -> bool | None:
@@ -30,7 +32,7 @@ def answers(url: str, timeout_s: float = 4.0) -> bool | None:
 
 
 def main() -> int:
-    for variable, default, path in (CONSUMER, PRODUCER):
+    for variable, default, path in (CONSUMER, PRODUCER, WATCHER):
         port = os.environ.get(variable, default)
         if port in ("", "0"):
             continue
@@ -39,7 +41,7 @@ def main() -> int:
             if not state:
                 print(f"unhealthy: http://127.0.0.1:{port}{path} did not answer 200")
             return 0 if state else 1
-    print("unhealthy: neither the consumer's /health nor the producer's /metrics answers")
+    print("unhealthy: no consumer's or watcher's /health and no producer's /metrics answers")
     return 1
 
 

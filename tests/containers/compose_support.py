@@ -19,7 +19,7 @@ from tests.endpoints import Endpoints
 ROOT = Path(__file__).parents[2]
 # What the README tells a machine without an image registry to run, after images.sh.
 LOCAL = ("docker-compose.yml", "stack/docker/compose.local.yml")
-LONG_RUNNING = ("kafka", "registry", "clickhouse", "producer", "consumer")
+LONG_RUNNING = ("kafka", "registry", "clickhouse", "producer", "consumer", "verify-watch")
 
 
 @dataclass(frozen=True)

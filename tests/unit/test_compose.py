@@ -12,7 +12,7 @@ from services.settings import env_vars
 from verify.settings import VerifySettings
 
 COMPOSE = Path(__file__).parents[2] / "docker-compose.yml"
-OURS = {"demo-data", "producer", "consumer", "kafka-engine", "verify"}
+OURS = {"demo-data", "producer", "consumer", "kafka-engine", "verify", "verify-watch"}
 ONE_SHOT = {"verify"}  # runs once and exits: nothing to health-check
 
 
@@ -56,7 +56,7 @@ def test_our_services_build_from_the_dockerfile_and_wait_for_healthy_dependencie
     for name in OURS:
         assert services[name]["build"] == {"context": ".", "args": ["EXTRA_CA_CERT"]}
         assert services[name]["image"] == "cdfbridge:local"
-    for name in ("producer", "consumer", "kafka-engine"):
+    for name in ("producer", "consumer", "kafka-engine", "verify-watch"):
         spec = services[name]
         assert spec["depends_on"], name
         for dependency, condition in spec["depends_on"].items():
@@ -85,6 +85,7 @@ def test_every_env_var_set_for_our_services_is_read_by_the_code(
         "consumer": set(env_vars(ConsumerSettings)),
         "kafka-engine": set(env_vars(ConsumerSettings)),
         "verify": set(env_vars(VerifySettings)),
+        "verify-watch": set(env_vars(VerifySettings)),
     }
     for name in OURS:
         unread = set(services[name].get("environment", {})) - read[name]

@@ -1,0 +1,218 @@
+"""As-of rounds (verify/asof.py), timed in this process against the local stack:
+
+    python bench/verify_bench.py --as-of --rows 20000000 --tables 100 --watch-seconds 900
+
+1. equal: a Delta table of --rows narrow rows (id BIGINT, name STRING, n BIGINT) written by
+   delta-rs (not timed), and its replica, loaded by ClickHouse from it as a bootstrap does.
+   One round over the whole table, --repeats times: rows/s is the table's rows over the
+   round's seconds. The floor beside it: each side's per-bucket hash query alone;
+2. drift: one row deleted (`ALTER … DELETE`), one value changed (`ALTER … UPDATE`), one key
+   inserted at a published version; one round finds them, one with repair mends them, and a
+   last round says equal;
+3. watch: --tables tables of --table-rows rows under one watcher, --interval seconds a
+   table, for --watch-seconds: per table the longest time between two of its rounds, and
+   the process's CPU. The version is given (`--version`): the consumed-version look (three
+   Kafka requests a round) is not part of this case.
+Writes bench/results/verify_watch.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import clickhouse_connect
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import write_deltalake
+from output import RESULTS
+
+from consumer.tables.table import create_table_sql
+from schemas.target import Target
+from services.settings import ConnectionSettings
+from verify.asof import BUCKETS, Scope
+from verify.asof_check import prepare, run_round
+from verify.settings import VerifySettings
+from verify.watch import Watch
+
+LAKE = Path("/tmp/cdfbridge-bench/verify")  # noqa: S108 - a bench's scratch space
+COLUMNS = [("id", "Int64"), ("name", "String"), ("n", "Int64")]
+META = [
+    ("_change_type", "String"),
+    ("_commit_version", "Int64"),
+    ("_commit_timestamp", "DateTime64(6, 'UTC')"),
+]
+BATCH = 1_000_000
+
+
+def lake_table(rows: int, name: str) -> str:
+    """A Delta table of `rows` rows at version 0, written once and kept."""
+    path = LAKE / f"{name}_{rows}"
+    if not (path / "_delta_log").exists():
+        batches = (_batch(start, min(rows, start + BATCH)) for start in range(0, rows, BATCH))
+        schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("n", pa.int64())])
+        write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, batches))
+    return str(path)
+
+
+def _batch(start: int, stop: int) -> pa.RecordBatch:
+    ids = pa.array(range(start, stop), pa.int64())
+    names = pc.binary_join_element_wise("name-", pc.cast(ids, pa.string()), "")
+    return pa.record_batch([ids, names, pc.remainder(ids, 1000)], ["id", "name", "n"])
+
+
+def replica(client: Any, database: str, name: str, path: str) -> None:
+    """The replica, loaded by ClickHouse from the lake at version 0."""
+    target = Target(database, name)
+    client.command(create_table_sql(target, COLUMNS + META, ["id"], 100))
+    client.command(
+        f"INSERT INTO {target.name} (id, name, n, _change_type, _commit_version, "  # noqa: S608
+        f"_commit_timestamp) SELECT id, name, n, 'snapshot', 0, now64() "
+        f"FROM deltaLakeLocal({{path:String}})",
+        parameters={"path": path},
+    )
+
+
+def settings(database: str, name: str, path: str, **verify: Any) -> VerifySettings:
+    connections = ConnectionSettings()
+    return VerifySettings(
+        kafka=connections.kafka,
+        clickhouse={"url": connections.clickhouse.url, "database": database},
+        verify={"table": path, "clickhouse_table": name, "version": 0, **verify},
+    )
+
+
+def equal_case(client: Any, database: str, rows: int, repeats: int) -> dict[str, Any]:
+    path = lake_table(rows, "narrow")
+    replica(client, database, "big", path)
+    found = prepare(settings(database, "big", path), client)
+    rounds = [run_round(found, client, 0, Scope(found.keys)) for _ in range(repeats)]
+    assert all(r.report.equal for r in rounds), rounds[0].report.render()  # noqa: S101
+    seconds = sorted(r.seconds for r in rounds)
+    floors = {side: _floor(client, found.target.name, path, side) for side in ("lake", "replica")}
+    return {
+        "rows": rows,
+        "seconds": seconds,
+        "rows_per_s": round(rows / statistics.median(seconds)),
+        "floor_seconds": floors,
+    }
+
+
+def _floor(client: Any, name: str, path: str, side: str) -> float:
+    """One side's per-bucket hash query alone, best of two."""
+    source = "deltaLakeLocal({path:String})" if side == "lake" else f"{name} FINAL"
+    query = (
+        f"SELECT cityHash64(id) % {BUCKETS} AS b, count(), "  # noqa: S608 - our names
+        f"sumWithOverflow(cityHash64(tuple(id, name, n))) FROM {source} GROUP BY b"
+    )
+    best = float("inf")
+    for _ in range(2):
+        began = time.monotonic()
+        client.query(query, parameters={"path": path}, settings={"delta_lake_snapshot_version": 0})
+        best = min(best, time.monotonic() - began)
+    return round(best, 3)
+
+
+def drift_case(client: Any, database: str, rows: int) -> dict[str, Any]:
+    path = lake_table(rows, "narrow")
+    replica(client, database, "drift", path)
+    found = prepare(settings(database, "drift", path), client)
+    name, sync = found.target.name, "SETTINGS mutations_sync = 2"
+    client.command(f"ALTER TABLE {name} DELETE WHERE id = 5 {sync}")
+    client.command(f"ALTER TABLE {name} UPDATE name = 'changed' WHERE id = 6 {sync}")
+    client.command(
+        f"INSERT INTO {name} (id, name, n, _change_type, _commit_version, _commit_timestamp) "  # noqa: S608
+        "VALUES (-1, 'ghost', 0, 'insert', 0, now64())"
+    )
+    first = run_round(found, client, 0, Scope(found.keys))
+    mended = run_round(found, client, 0, Scope(found.keys), mend=True)
+    last = run_round(found, client, 0, Scope(found.keys))
+    report = first.report
+    return {
+        "found": [report.lost_keys, report.extra_keys, report.wrong_keys],
+        "round_seconds": round(first.seconds, 3),
+        "repair_round_seconds": round(mended.seconds, 3),
+        "equal_after": last.report.equal,
+    }
+
+
+def watch_case(
+    client: Any, database: str, tables: int, rows: int, interval: float, seconds: float
+) -> dict[str, Any]:
+    path = lake_table(rows, "small")
+    for i in range(tables):
+        replica(client, database, f"t{i}", path)
+    entries = [
+        {"table": path, "primary_key": "id", "topic": f"t{i}", "target": f"t{i}"}
+        for i in range(tables)
+    ]
+    connections = ConnectionSettings()
+    watched = VerifySettings(
+        kafka=connections.kafka,
+        clickhouse={"url": connections.clickhouse.url, "database": database},
+        verify={"version": 0, "interval_seconds": interval, "metrics_port": 0},
+        tables=entries,
+    )
+    watch = Watch(watched)
+    stamps: dict[str, list[float]] = {w.name: [] for w in watch.tables}
+    record = watch.metrics.record
+
+    def stamped(name: str, found: Any) -> None:
+        stamps[name].append(time.monotonic())
+        record(name, found)
+
+    watch.metrics.record = stamped  # type: ignore[method-assign]
+    thread = threading.Thread(target=watch.run)
+    began, cpu = time.monotonic(), _cpu()
+    thread.start()
+    time.sleep(seconds)
+    watch.stop.set()
+    thread.join()
+    wall, used = time.monotonic() - began, _cpu() - cpu
+    gaps = [
+        max(b - a for a, b in zip([began, *s], [*s, began + wall], strict=True))
+        for s in stamps.values()
+    ]
+    return {
+        "tables": tables,
+        "rows_per_table": rows,
+        "interval_s": interval,
+        "seconds": round(wall, 1),
+        "rounds": sum(len(s) for s in stamps.values()),
+        "longest_gap_s": round(max(gaps), 1),
+        "watcher_cpu_percent": round(100 * used / wall, 1),
+    }
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main(args: argparse.Namespace) -> None:
+    connections = ConnectionSettings()
+    client = clickhouse_connect.get_client(dsn=connections.clickhouse.url)
+    database = f"verify_bench_{uuid.uuid4().hex[:8]}"
+    client.command(f"CREATE DATABASE {database}")
+    try:
+        result = {
+            "date": time.strftime("%Y-%m-%d"),
+            "equal": equal_case(client, database, args.rows, args.repeats),
+            "drift": drift_case(client, database, args.rows),
+        }
+        if args.tables:
+            result["watch"] = watch_case(
+                client, database, args.tables, args.table_rows, args.interval, args.watch_seconds
+            )
+    finally:
+        client.command(f"DROP DATABASE IF EXISTS {database}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "verify_watch.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))

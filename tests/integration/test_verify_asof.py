@@ -1,0 +1,190 @@
+"""As-of comparisons against a real pipeline: drift made by hand in ClickHouse is found by
+key and repaired, a repair loses to a newer change of its key, and an equal table under
+load stays at zero lost, extra and wrong keys while moving keys come and go."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.group.loop import Pipeline
+from producer.generate import Generator
+from services.progress_topic import Progress
+from tests.conftest import unique
+from tests.endpoints import Endpoints
+from tests.integration.consumer_support import consumer_env
+from tests.integration.consumer_support import settings as consumer_settings
+from tests.integration.test_cycle import following, published
+from tests.integration.test_many_tables import _wait_for, lake
+from tests.producer_helpers import change_every_way, publish
+from verify import lake_side
+from verify.asof import Scope
+from verify.asof_check import prepare, run_round
+from verify.cli import main
+from verify.repair import repair
+from verify.settings import VerifySettings
+from verify.watch import Watch, once
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def consumed(endpoints: Endpoints, topic: str, database: str, **verify: Any) -> VerifySettings:
+    """A new group fills `database` from topic until caught up; as-of settings for it."""
+    group = unique("group")
+    Pipeline(consumer_settings(endpoints, topic, database, group=group), until_caught_up=True).run()
+    return as_of(endpoints, database, topic, group, **verify)
+
+
+def as_of(
+    endpoints: Endpoints, database: str, topic: str, group: str, **verify: Any
+) -> VerifySettings:
+    return VerifySettings(
+        kafka={"bootstrap_servers": endpoints.kafka},
+        clickhouse={"url": endpoints.clickhouse, "database": database},
+        verify={"topic": topic, "group": group, "as_of": True, **verify},
+    )
+
+
+def test_three_kinds_of_drift_are_found_by_key_and_repaired(
+    spark: Any,
+    endpoints: Endpoints,
+    tmp_path: Path,
+    ch_database: str,
+    clickhouse: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = str(tmp_path / "people")
+    change_every_way(spark, path)  # ids 1, 3, 4 survive; 2 is deleted
+    topic = publish(spark, endpoints, path, "id", until_version=4)
+    settings = consumed(endpoints, topic, ch_database, table=path)
+    [report] = once(settings)
+    assert report.equal and report.version == 4, report.render()
+
+    table = prepare(settings, clickhouse).target.name
+    clickhouse.command(f"ALTER TABLE {table} DELETE WHERE id = '1' SETTINGS mutations_sync = 2")
+    clickhouse.command(
+        f"ALTER TABLE {table} UPDATE name = 'nobody' WHERE id = '3' SETTINGS mutations_sync = 2"
+    )
+    clickhouse.command(  # a key the table never had, at a version that was published
+        f"INSERT INTO {table} (id, name, age, _change_type, _commit_version, _commit_timestamp) "
+        "VALUES ('9', 'ghost', 1, 'insert', 3, now64())"
+    )
+    [report] = once(settings)
+    assert (report.lost, report.extra, report.wrong) == (1, 1, 1), report.render()
+    assert (report.lost_keys, report.extra_keys, report.wrong_keys) == (
+        [{"id": "1"}],
+        [{"id": "9"}],
+        [{"id": "3"}],
+    )
+
+    consumer_env(monkeypatch, endpoints, ch_database)  # what the command line reads
+    args = ["--table", path, "--topic", topic, "--group", settings.verify.group, "--repair"]
+    assert main([*args, "--json"]) == 0, "repaired, then compared equal"
+    view = prepare(settings, clickhouse).target.current_view
+    rows = clickhouse.query(f"SELECT id, name, age FROM {view} ORDER BY id").result_rows
+    assert [tuple(r) for r in rows] == [("1", "ann", 31), ("3", "cy", 51), ("4", "dee", 20)]
+
+
+def test_a_repair_loses_to_a_newer_change_of_its_key(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, clickhouse: Any
+) -> None:
+    path = str(tmp_path / "people")
+    change_every_way(spark, path)
+    topic = unique("cdc")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=4)
+    group = unique("group")
+    into = consumer_settings(endpoints, topic, ch_database, group=group)
+    Pipeline(into, until_caught_up=True).run()
+    settings = as_of(endpoints, ch_database, topic, group, table=path, version=4)
+    table = prepare(settings, clickhouse)
+    clickhouse.command(
+        f"ALTER TABLE {table.name} UPDATE age = 0 WHERE id = '3' SETTINGS mutations_sync = 2"
+    )
+    scope = Scope(table.keys)
+    found = run_round(table, clickhouse, 4, scope)
+    assert found.report.wrong_keys == [{"id": "3"}]
+
+    # A newer change of the key reaches ClickHouse between the round and its repair.
+    spark.sql(f"UPDATE delta.`{path}` SET age = 99 WHERE id = '3'")
+    publish(spark, endpoints, path, "id", topic=topic, until_version=5)
+    Pipeline(into, until_caught_up=True).run()
+    with lake_side.opened(settings, clickhouse, table.target, table.columns, 4) as lake:
+        differing = list(range(1024))  # every bucket, as if all had differed
+        repair(clickhouse, lake, table.target, table.columns, scope, differing, None)
+
+    age = clickhouse.command(f"SELECT age FROM {table.target.current_view} WHERE id = '3'")
+    assert int(str(age)) == 99
+    assert run_round(table, clickhouse, 5, scope).report.equal
+
+
+def test_an_equal_table_under_load_keeps_zero_drift_while_keys_move(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str
+) -> None:
+    tables = lake(tmp_path, "a", rows=50)
+    path, head = tables["a"]
+    topic, group = unique("load"), unique("group")
+    stop, producer, raised = following(
+        endpoints, [{"table": path, "primary_key": "id", "topic": topic}], spark
+    )
+    into = consumer_settings(endpoints, topic, ch_database, group=group)
+    pipeline = Pipeline(into)
+    consumer = threading.Thread(target=pipeline.run)
+    settings = as_of(
+        endpoints, ch_database, topic, group, table=path, interval_seconds=0.2, metrics_port=0
+    )
+    watch = Watch(settings)
+    watcher = threading.Thread(target=watch.run)
+    try:
+        _wait_for(lambda: published(endpoints, topic, head), "the table at its head")
+        consumer.start()
+        watcher.start()
+        generator, seen = Generator(path, seed=3), []
+        for _ in range(6):  # commits while the watcher compares
+            last = generator.commit("update", 20)
+            seen.append(_states(watch))
+            time.sleep(1.0)
+        _wait_for(lambda: published(endpoints, topic, last), "the last commit published")
+        _wait_for(lambda: _states(watch)[:2] == (last, 0), "a round at the last commit, settled")
+        seen.append(_states(watch))
+    finally:
+        stop.set()
+        pipeline.stop()
+        watch.stop.set()
+        for thread in (producer, consumer, watcher):
+            thread.join(60)
+    assert raised == []
+    assert Progress({"bootstrap.servers": endpoints.kafka}, topic).last_version() == last
+    rounds = [s for s in seen if s[0] is not None]
+    assert rounds and all(s[2] == 0 for s in rounds), f"drift reported on an equal table: {seen}"
+    assert watch.metrics.problems() == []
+    # As of the head before the commits, the keys they changed are moving, and left out.
+    table = prepare(settings, watch.client)
+    earlier = run_round(table, watch.client, head, Scope(table.keys)).report
+    assert earlier.equal and earlier.moving == _keys_changed_after(path, head), earlier.render()
+
+
+def _states(watch: Watch) -> tuple[Any, ...]:
+    """(version, moving, lost + extra + wrong) of the watcher's one table, its last round."""
+    [w] = watch.tables
+    registry = watch.metrics.registry
+
+    def rows(state: str) -> float:
+        found = registry.get_sample_value(
+            "cdfbridge_verify_rows", {"table": w.name, "state": state}
+        )
+        return found or 0.0
+
+    version = registry.get_sample_value("cdfbridge_verify_version", {"table": w.name})
+    drift = rows("lost") + rows("extra") + rows("wrong")
+    return (None if version is None else int(version), int(rows("moving")), int(drift))
+
+
+def _keys_changed_after(path: str, version: int) -> int:
+    from deltalake import DeltaTable
+
+    feed = DeltaTable(path).load_cdf(starting_version=version + 1).read_all()
+    return len(set(feed.column("id").to_pylist()))
