@@ -30,8 +30,12 @@ def parser() -> argparse.ArgumentParser:
         prog="cdfbridge-verify",
         description="Compare ClickHouse's <table>_current with the Delta table's snapshot at the "
         "last version the producer published: row counts and an order-independent hash over "
-        "every column; on a mismatch, the lost, extra and wrong keys with a sample per column.",
-        epilog="example:\n  cdfbridge-verify --table /data/people --wait 60\n\n"
+        "every column; on a mismatch, the lost, extra and wrong keys with a sample per column. "
+        "With --as-of, --repair or --watch: inside ClickHouse, as of the version the consumer "
+        "group has consumed, while the pipeline runs.",
+        epilog="examples:\n  cdfbridge-verify --table /data/people --wait 60\n"
+        "  cdfbridge-verify --config lake.toml --watch --interval 60 --metrics-port 9466\n"
+        "  cdfbridge-verify --config lake.toml --table /data/people --repair\n\n"
         f"{EXIT_CODES}\nsettings also come from a --config TOML file and from env vars:\n  "
         + "\n  ".join(env_vars(VerifySettings)),
         formatter_class=argparse.RawDescriptionHelpFormatter,

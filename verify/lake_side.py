@@ -4,8 +4,10 @@ in the target's column types and as the producer publishes it.
 1. ClickHouse reads the table itself where it can (local paths, s3://: the bootstrap's
    consumer/rebuild/lake.py), at V through `delta_lake_snapshot_version`: hashed columns
    hashed as the producer hashes them, every column cast to the target's type;
-2. else (ADLS, a catalog name, or a table ClickHouse refuses) today's readers copy the
-   snapshot into a staging table (verify/snapshot.py), which the caller drops.
+2. else (ADLS, a catalog name, a table ClickHouse refuses, or a target with a Nullable
+   struct, which ClickHouse's reader gives as a struct of NULLs: consumer/rebuild/
+   lake_structs.py) today's readers copy the snapshot into a staging table
+   (verify/snapshot.py), which the caller drops.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 
 from consumer.rebuild.bootstrap import LAKE_CODES, commit_millis, lake_column
 from consumer.rebuild.lake import LakeUnreadableError, locate
+from consumer.rebuild.lake_structs import ambiguous
 from schemas.clickhouse import quote
 from schemas.target import Target
 from verify import hashed, snapshot
@@ -80,6 +83,10 @@ def _in_clickhouse(
 ) -> LakeSide | None:
     """1., or None where ClickHouse cannot read the table (the reason is logged)."""
     s = settings.verify
+    structs = [name for name, kind in columns if ambiguous(quote(name), kind)]
+    if structs:
+        log.info("%s has Nullable structs (%s): staging it", s.table, ", ".join(structs))
+        return None
     try:
         lake = locate(s.table, settings.storage)
         parameters = lake.query_parameters(version)

@@ -137,11 +137,13 @@ class Watch:
             with sorted_errors(self.settings.clickhouse.url):
                 found = one_round(self.client, w)
         except NothingToCompareError as exc:
-            log.info("%s: nothing to compare yet (%s)", w.name, exc)
+            if w.table is None:  # its target is not made yet: not a failure
+                log.info("%s: nothing to compare yet (%s)", w.name, exc)
+                return
+            self._failed(w, exc)
             return
         except (CdfBridgeError, KafkaException) as exc:
-            log.warning("%s: the round failed: %s", w.name, exc)
-            self.metrics.failed(w.name, f"{type(exc).__name__}: {exc}"[:300])
+            self._failed(w, exc)
             return
         if found is None:
             log.info("%s: waiting for group %s to consume", w.name, w.settings.verify.group)
@@ -155,3 +157,7 @@ class Watch:
             *(w.name, report.version, found.rows, found.seconds),
             *(report.lost, report.extra, report.wrong, report.moving),
         )
+
+    def _failed(self, w: Watched, exc: Exception) -> None:
+        log.warning("%s: the round failed: %s", w.name, exc)
+        self.metrics.failed(w.name, f"{type(exc).__name__}: {exc}"[:300])

@@ -1,6 +1,8 @@
 """As-of comparisons against a real pipeline: drift made by hand in ClickHouse is found by
-key and repaired, a repair loses to a newer change of its key, and an equal table under
-load stays at zero lost, extra and wrong keys while moving keys come and go."""
+key and repaired, a repair loses to a newer change of its key, a table ClickHouse cannot
+read exactly is staged, and an equal table under load stays at zero lost, extra and wrong
+keys while moving keys come and go. (Kafka-engine and cluster tables:
+test_verify_asof_engines.py.)"""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from tests.integration.consumer_support import consumer_env
 from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_cycle import following, published
 from tests.integration.test_many_tables import _wait_for, lake
-from tests.producer_helpers import change_every_way, publish
+from tests.producer_helpers import change_every_way, create_table, publish
 from verify import lake_side
 from verify.asof import Scope
 from verify.asof_check import prepare, run_round
@@ -188,3 +190,27 @@ def _keys_changed_after(path: str, version: int) -> int:
 
     feed = DeltaTable(path).load_cdf(starting_version=version + 1).read_all()
     return len(set(feed.column("id").to_pylist()))
+
+
+def test_a_table_clickhouse_cannot_read_exactly_is_staged_and_compared_alike(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, clickhouse: Any
+) -> None:
+    path = str(tmp_path / "structs")
+    create_table(spark, path, "id STRING, st STRUCT<a: INT, b: STRING>")
+    spark.sql(
+        f"INSERT INTO delta.`{path}` VALUES ('1', named_struct('a', 1, 'b', 'x')), ('2', NULL), "
+        "('3', named_struct('a', CAST(NULL AS INT), 'b', CAST(NULL AS STRING)))"
+    )
+    topic = publish(spark, endpoints, path, "id", until_version=1)
+    settings = consumed(endpoints, topic, ch_database, table=path)
+    table = prepare(settings, clickhouse)
+    with lake_side.opened(settings, clickhouse, table.target, table.columns, 1) as lake:
+        assert lake.how != "ClickHouse", "a NULL struct reads as a struct of NULLs there"
+    [report] = once(settings)
+    assert report.equal, report.render()
+
+    clickhouse.command(
+        f"ALTER TABLE {table.name} DELETE WHERE id = '2' SETTINGS mutations_sync = 2"
+    )
+    [report] = once(settings)
+    assert report.lost_keys == [{"id": "2"}], report.render()
