@@ -9,7 +9,8 @@
 2. drift: one row deleted (`ALTER … DELETE`), one value changed (`ALTER … UPDATE`), one key
    inserted at a published version; one round finds them, one with repair mends them, and a
    last round says equal;
-3. watch: --tables tables of --table-rows rows under one watcher, --interval seconds a
+3. load: bench/verify_load.py, for --load-seconds;
+4. watch: --tables tables of --table-rows rows under one watcher, --interval seconds a
    table, for --watch-seconds: per table the longest time between two of its rounds, and
    the process's CPU. The version is given (`--version`): the consumed-version look (three
    Kafka requests a round) is not part of this case.
@@ -19,6 +20,7 @@ Writes bench/results/verify_watch.json.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import resource
 import statistics
@@ -33,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import write_deltalake
 from output import RESULTS
+from verify_load import load_case, watched
 
 from consumer.tables.table import create_table_sql
 from schemas.target import Target
@@ -40,7 +43,6 @@ from services.settings import ConnectionSettings
 from verify.asof import BUCKETS, Scope
 from verify.asof_check import prepare, run_round
 from verify.settings import VerifySettings
-from verify.watch import Watch
 
 LAKE = Path("/tmp/cdfbridge-bench/verify")  # noqa: S108 - a bench's scratch space
 COLUMNS = [("id", "Int64"), ("name", "String"), ("n", "Int64")]
@@ -154,40 +156,35 @@ def watch_case(
         for i in range(tables)
     ]
     connections = ConnectionSettings()
-    watched = VerifySettings(
+    settings_of = VerifySettings(
         kafka=connections.kafka,
         clickhouse={"url": connections.clickhouse.url, "database": database},
         verify={"version": 0, "interval_seconds": interval, "metrics_port": 0},
         tables=entries,
     )
-    watch = Watch(watched)
-    stamps: dict[str, list[float]] = {w.name: [] for w in watch.tables}
-    record = watch.metrics.record
-
-    def stamped(name: str, found: Any) -> None:
-        stamps[name].append(time.monotonic())
-        record(name, found)
-
-    watch.metrics.record = stamped  # type: ignore[method-assign]
+    watch, rounds = watched(settings_of)
     thread = threading.Thread(target=watch.run)
-    began, cpu = time.monotonic(), _cpu()
+    began, cpu, machine = time.monotonic(), _cpu(), _machine()
     thread.start()
     time.sleep(seconds)
     watch.stop.set()
     thread.join()
     wall, used = time.monotonic() - began, _cpu() - cpu
-    gaps = [
-        max(b - a for a, b in zip([began, *s], [*s, began + wall], strict=True))
-        for s in stamps.values()
-    ]
+    busy, total = (after - before for after, before in zip(_machine(), machine, strict=True))
+    stamps: dict[str, list[float]] = {w.name: [] for w in watch.tables}
+    for name, stamp, *_ in rounds:
+        stamps[name].append(stamp)
+    ends = {name: [began, *found, began + wall] for name, found in stamps.items()}
+    gaps = [max(b - a for a, b in itertools.pairwise(found)) for found in ends.values()]
     return {
         "tables": tables,
         "rows_per_table": rows,
         "interval_s": interval,
         "seconds": round(wall, 1),
-        "rounds": sum(len(s) for s in stamps.values()),
+        "rounds": len(rounds),
         "longest_gap_s": round(max(gaps), 1),
-        "watcher_cpu_percent": round(100 * used / wall, 1),
+        "watcher_cpu_percent": round(100 * used / wall, 1),  # of one core
+        "machine_cpu_percent": round(100 * busy / total, 1),  # of all: ClickHouse's too
     }
 
 
@@ -196,17 +193,32 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _machine() -> tuple[int, int]:
+    """(busy, total) jiffies of every core so far, from /proc/stat."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def main(args: argparse.Namespace) -> None:
     connections = ConnectionSettings()
     client = clickhouse_connect.get_client(dsn=connections.clickhouse.url)
     database = f"verify_bench_{uuid.uuid4().hex[:8]}"
     client.command(f"CREATE DATABASE {database}")
     try:
-        result = {
-            "date": time.strftime("%Y-%m-%d"),
-            "equal": equal_case(client, database, args.rows, args.repeats),
-            "drift": drift_case(client, database, args.rows),
-        }
+        result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d")}
+        if args.rows:
+            result["equal"] = equal_case(client, database, args.rows, args.repeats)
+            result["drift"] = drift_case(client, database, args.rows)
+        if args.load_seconds:
+            result["load"] = load_case(
+                database,
+                LAKE,
+                RESULTS / "logs",
+                args.load_rows,
+                args.load_seconds,
+                args.load_interval,
+            )
         if args.tables:
             result["watch"] = watch_case(
                 client, database, args.tables, args.table_rows, args.interval, args.watch_seconds

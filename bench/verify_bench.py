@@ -95,6 +95,9 @@ def main() -> None:
     p.add_argument("--table-rows", type=int, default=100_000, help="--as-of: rows of each")
     p.add_argument("--interval", type=float, default=60.0, help="--as-of: seconds a table")
     p.add_argument("--watch-seconds", type=float, default=600.0, help="--as-of: watch for")
+    p.add_argument("--load-seconds", type=float, default=0, help="--as-of: commits for")
+    p.add_argument("--load-rows", type=int, default=1_000_000, help="--as-of: the load table")
+    p.add_argument("--load-interval", type=float, default=5.0, help="--as-of: load rounds every")
     args = p.parse_args()
     if args.as_of:
         import verify_asof
