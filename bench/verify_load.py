@@ -76,6 +76,7 @@ def load_case(
         watch.stop.set()
         watcher.join()
         cpu = {"producer": tree_cpu_s(producer.pid), "consumer": tree_cpu_s(consumer.pid)}
+        looks = [_timed(consumed.version) for _ in range(10)]  # a round's Kafka look
     finally:
         for process in (producer, consumer):
             process.terminate()
@@ -95,6 +96,7 @@ def load_case(
         "round_seconds_median": round(statistics.median(r[7] for r in rounds), 3),
         "round_seconds_max": round(max(r[7] for r in rounds), 3),
         "stage_cpu_s": cpu,
+        "kafka_look_seconds_median": round(statistics.median(looks), 3),
     }
 
 
@@ -117,6 +119,12 @@ def watched(settings: VerifySettings) -> tuple[Watch, list[tuple[Any, ...]]]:
 
     watch.metrics.record = kept  # type: ignore[method-assign]
     return watch, rounds
+
+
+def _timed(call: Any) -> float:
+    began = time.monotonic()
+    call()
+    return time.monotonic() - began
 
 
 def _until(condition: Any, timeout_s: float, what: str) -> None:

@@ -62,6 +62,8 @@ class Consumed:
     def version(self) -> int | None:
         """The newest version consumed whole, or None while no mark is passed."""
         self._mark()
+        if not self.marks:
+            return None  # nothing published yet (the topic may not exist yet)
         stable = stable_offsets(self.kafka_config, self.topic)
         found = {p.partition: p for p in positions(self.kafka_config, self.group, self.topic)}
         for index in range(len(self.marks) - 1, -1, -1):
