@@ -214,3 +214,29 @@ def test_a_table_clickhouse_cannot_read_exactly_is_staged_and_compared_alike(
     )
     [report] = once(settings)
     assert report.lost_keys == [{"id": "2"}], report.render()
+
+
+def test_two_repairs_at_once_leave_the_table_equal(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, clickhouse: Any
+) -> None:
+    path = str(tmp_path / "people")
+    change_every_way(spark, path)
+    topic = publish(spark, endpoints, path, "id", until_version=4)
+    settings = consumed(endpoints, topic, ch_database, table=path, repair=True)
+    table = prepare(settings, clickhouse).target
+    sync = "SETTINGS mutations_sync = 2"
+    clickhouse.command(f"ALTER TABLE {table.name} DELETE WHERE id = '1' {sync}")
+    clickhouse.command(f"ALTER TABLE {table.name} UPDATE name = 'nobody' WHERE id = '3' {sync}")
+    reports: list[Any] = []
+    both = [threading.Thread(target=lambda: reports.extend(once(settings))) for _ in range(2)]
+    for thread in both:
+        thread.start()
+    for thread in both:
+        thread.join(120)
+    assert len(reports) == 2 and all(r.equal for r in reports), [r.render() for r in reports]
+    rows = clickhouse.query(f"SELECT id, name, age FROM {table.current_view} ORDER BY id")
+    assert [tuple(r) for r in rows.result_rows] == [
+        ("1", "ann", 31),
+        ("3", "cy", 51),
+        ("4", "dee", 20),
+    ]
