@@ -45,6 +45,7 @@ class Report:
     # of both sides; and the slice of the key buckets compared (1 of 1: all of them).
     moving: int = 0
     slice: tuple[int, int] = (0, 1)
+    reader: str = ""  # what read the Delta side, where an as-of round says
 
     @property
     def equal(self) -> bool:
@@ -54,8 +55,9 @@ class Report:
         return {**asdict(self), "equal": self.equal}
 
     def render(self) -> str:
+        read_by = f" (read by {self.reader})" if self.reader else ""
         lines = [
-            f"Delta {self.source} at version {self.version}: {_side(self.delta)}",
+            f"Delta {self.source} at version {self.version}{read_by}: {_side(self.delta)}",
             f"ClickHouse {self.target}: {_side(self.clickhouse)}",
         ]
         if self.moving or self.slice != (0, 1):

@@ -87,7 +87,8 @@ def once(settings: VerifySettings) -> list[Report]:
         deadline = time.monotonic() + w.settings.verify.wait_seconds
         while True:
             try:
-                found = one_round(client, w)
+                with sorted_errors(settings.clickhouse.url):
+                    found = one_round(client, w)
             except NothingToCompareError:
                 if time.monotonic() >= deadline:
                     raise

@@ -24,7 +24,7 @@ from tests.integration.test_cycle import following, published
 from tests.integration.test_many_tables import _wait_for, lake
 from tests.producer_helpers import change_every_way, create_table, publish
 from verify import lake_side
-from verify.asof import Scope
+from verify.asof import BUCKETS, Scope
 from verify.asof_check import prepare, run_round
 from verify.cli import main
 from verify.repair import repair
@@ -51,6 +51,16 @@ def as_of(
     )
 
 
+DRIFTED = ([{"id": "1"}], [{"id": "9"}], [{"id": "3"}])  # lost, extra, wrong, as tampered
+
+
+def people(spark: Any, endpoints: Endpoints, root: Path) -> tuple[str, str]:
+    """The people table, versions 0-4, published: (path, topic). Ids 1, 3, 4 survive."""
+    path = str(root / "people")
+    change_every_way(spark, path)
+    return path, publish(spark, endpoints, path, "id", until_version=4)
+
+
 def test_three_kinds_of_drift_are_found_by_key_and_repaired(
     spark: Any,
     endpoints: Endpoints,
@@ -59,9 +69,7 @@ def test_three_kinds_of_drift_are_found_by_key_and_repaired(
     clickhouse: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    path = str(tmp_path / "people")
-    change_every_way(spark, path)  # ids 1, 3, 4 survive; 2 is deleted
-    topic = publish(spark, endpoints, path, "id", until_version=4)
+    path, topic = people(spark, endpoints, tmp_path)
     settings = consumed(endpoints, topic, ch_database, table=path)
     [report] = once(settings)
     assert report.equal and report.version == 4, report.render()
@@ -77,11 +85,7 @@ def test_three_kinds_of_drift_are_found_by_key_and_repaired(
     )
     [report] = once(settings)
     assert (report.lost, report.extra, report.wrong) == (1, 1, 1), report.render()
-    assert (report.lost_keys, report.extra_keys, report.wrong_keys) == (
-        [{"id": "1"}],
-        [{"id": "9"}],
-        [{"id": "3"}],
-    )
+    assert (report.lost_keys, report.extra_keys, report.wrong_keys) == DRIFTED
 
     consumer_env(monkeypatch, endpoints, ch_database)  # what the command line reads
     args = ["--table", path, "--topic", topic, "--group", settings.verify.group, "--repair"]
@@ -91,36 +95,48 @@ def test_three_kinds_of_drift_are_found_by_key_and_repaired(
     assert [tuple(r) for r in rows] == [("1", "ann", 31), ("3", "cy", 51), ("4", "dee", 20)]
 
 
-def test_a_repair_loses_to_a_newer_change_of_its_key(
+def test_a_repair_loses_to_a_newer_change_of_its_key_landing_before_or_after_it(
     spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, clickhouse: Any
 ) -> None:
-    path = str(tmp_path / "people")
-    change_every_way(spark, path)
-    topic = unique("cdc")
-    publish(spark, endpoints, path, "id", topic=topic, until_version=4)
+    path, topic = people(spark, endpoints, tmp_path)
     group = unique("group")
     into = consumer_settings(endpoints, topic, ch_database, group=group)
     Pipeline(into, until_caught_up=True).run()
-    settings = as_of(endpoints, ch_database, topic, group, table=path, version=4)
+    settings = as_of(endpoints, ch_database, topic, group, table=path)
     table = prepare(settings, clickhouse)
-    clickhouse.command(
-        f"ALTER TABLE {table.name} UPDATE age = 0 WHERE id = '3' SETTINGS mutations_sync = 2"
-    )
-    scope = Scope(table.keys)
-    found = run_round(table, clickhouse, 4, scope)
-    assert found.report.wrong_keys == [{"id": "3"}]
+    scope, every_bucket = Scope(table.keys), list(range(BUCKETS))
 
-    # A newer change of the key reaches ClickHouse between the round and its repair.
-    spark.sql(f"UPDATE delta.`{path}` SET age = 99 WHERE id = '3'")
-    publish(spark, endpoints, path, "id", topic=topic, until_version=5)
-    Pipeline(into, until_caught_up=True).run()
-    with lake_side.opened(settings, clickhouse, table.target, table.columns, 4) as lake:
-        differing = list(range(1024))  # every bucket, as if all had differed
-        repair(clickhouse, lake, table.target, table.columns, scope, differing, None)
+    def spoil(key: str) -> None:
+        sync = "SETTINGS mutations_sync = 2"
+        clickhouse.command(f"ALTER TABLE {table.name} UPDATE age = 0 WHERE id = '{key}' {sync}")
 
-    age = clickhouse.command(f"SELECT age FROM {table.target.current_view} WHERE id = '3'")
-    assert int(str(age)) == 99
-    assert run_round(table, clickhouse, 5, scope).report.equal
+    def change(key: str, version: int) -> None:
+        """A newer change of key, published and consumed."""
+        spark.sql(f"UPDATE delta.`{path}` SET age = {version * 10} WHERE id = '{key}'")
+        publish(spark, endpoints, path, "id", topic=topic, until_version=version)
+        Pipeline(into, until_caught_up=True).run()
+
+    def mend(version: int) -> None:
+        with lake_side.opened(settings, clickhouse, table.target, table.columns, version) as lake:
+            repair(clickhouse, lake, table.target, table.columns, scope, every_bucket, None)
+
+    def age(key: str) -> int:
+        view = table.target.current_view
+        return int(str(clickhouse.command(f"SELECT age FROM {view} WHERE id = '{key}'")))
+
+    spoil("3")
+    assert run_round(table, clickhouse, 4, scope).report.wrong_keys == [{"id": "3"}]
+    mend(4)  # the repair lands first: cy is 51 again, as of version 4
+    assert age("3") == 51
+    change("3", 5)  # ... and the newer change wins over it
+    assert age("3") == 50
+
+    spoil("4")
+    assert run_round(table, clickhouse, 5, scope).report.wrong_keys == [{"id": "4"}]
+    change("4", 6)  # the newer change lands between the round and its repair
+    mend(5)
+    assert age("4") == 60
+    assert run_round(table, clickhouse, 6, scope).report.equal
 
 
 def test_an_equal_table_under_load_keeps_zero_drift_while_keys_move(
@@ -219,9 +235,7 @@ def test_a_table_clickhouse_cannot_read_exactly_is_staged_and_compared_alike(
 def test_two_repairs_at_once_leave_the_table_equal(
     spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str, clickhouse: Any
 ) -> None:
-    path = str(tmp_path / "people")
-    change_every_way(spark, path)
-    topic = publish(spark, endpoints, path, "id", until_version=4)
+    path, topic = people(spark, endpoints, tmp_path)
     settings = consumed(endpoints, topic, ch_database, table=path, repair=True)
     table = prepare(settings, clickhouse).target
     sync = "SETTINGS mutations_sync = 2"

@@ -1,9 +1,10 @@
 """Drift made by hand is found by key in a Kafka-engine table (its own consumer group tells
-the version it holds whole), and in a two-shard cluster table, read and repaired through
-its Distributed table."""
+the version it holds whole), in a two-shard cluster table, read and repaired through its
+Distributed table, and in an S3 table that ClickHouse reads itself."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,13 @@ from consumer.cli import main as consumer_main
 from consumer.group.loop import Pipeline
 from stack.cluster import CLUSTER
 from tests.conftest import unique
-from tests.endpoints import Endpoints
+from tests.endpoints import Endpoints, ObjectStore
 from tests.integration.cluster_support import on_cluster, shard_clients
 from tests.integration.consumer_support import consumer_env
 from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_many_tables import _wait_for
-from tests.integration.test_verify_asof import as_of
-from tests.producer_helpers import change_every_way, publish
+from tests.integration.test_object_storage import finished, producer, run_verify, write
+from tests.integration.test_verify_asof import DRIFTED, as_of, people
 from verify.asof_check import prepare
 from verify.consumed import Consumed
 from verify.settings import VerifySettings
@@ -48,9 +49,7 @@ def test_drift_in_a_kafka_engine_table_is_found_by_key(
     clickhouse: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    path = str(tmp_path / "people")
-    change_every_way(spark, path)
-    topic = publish(spark, endpoints, path, "id", until_version=4)
+    path, topic = people(spark, endpoints, tmp_path)
     consumer_env(monkeypatch, endpoints, ch_database)
     group = unique("engine")
     ddl = ["--topic", topic, "--group", group, "--table", "by_kafka", "kafka-engine-ddl"]
@@ -66,11 +65,7 @@ def test_drift_in_a_kafka_engine_table_is_found_by_key(
     name = prepare(settings, clickhouse).target.name
     tamper([clickhouse], name, name)
     [report] = once(settings)
-    assert (report.lost_keys, report.extra_keys, report.wrong_keys) == (
-        [{"id": "1"}],
-        [{"id": "9"}],
-        [{"id": "3"}],
-    ), report.render()
+    assert (report.lost_keys, report.extra_keys, report.wrong_keys) == DRIFTED, report.render()
 
 
 def test_drift_in_a_cluster_table_is_found_by_key_and_repaired_through_the_distributed_table(
@@ -80,9 +75,8 @@ def test_drift_in_a_cluster_table_is_found_by_key_and_repaired_through_the_distr
     clickhouse_cluster: tuple[str, ...],
     cluster_database: str,
 ) -> None:
-    path, database, urls = str(tmp_path / "people"), cluster_database, clickhouse_cluster
-    change_every_way(spark, path)
-    topic = publish(spark, endpoints, path, "id", until_version=4)
+    database, urls = cluster_database, clickhouse_cluster
+    path, topic = people(spark, endpoints, tmp_path)
     group = unique("group")
     into = consumer_settings(endpoints, topic, database, group=group, table="people")
     Pipeline(on_cluster(into, urls, database), until_caught_up=True).run()
@@ -101,11 +95,7 @@ def test_drift_in_a_cluster_table_is_found_by_key_and_repaired_through_the_distr
     target = prepare(settings, shards[0]).target
     tamper(shards, target.local.name, target.name)
     [report] = once(settings)
-    assert (report.lost_keys, report.extra_keys, report.wrong_keys) == (
-        [{"id": "1"}],
-        [{"id": "9"}],
-        [{"id": "3"}],
-    ), report.render()
+    assert (report.lost_keys, report.extra_keys, report.wrong_keys) == DRIFTED, report.render()
 
     repaired = settings.model_copy(
         update={"verify": settings.verify.model_copy(update={"repair": True})}
@@ -117,3 +107,29 @@ def test_drift_in_a_cluster_table_is_found_by_key_and_repaired_through_the_distr
 def _consumed(settings: VerifySettings) -> bool:
     s = settings.verify
     return Consumed(settings.kafka.client_config(), s.topic_name, s.group).version() == 4
+
+
+def test_an_s3_table_is_read_by_clickhouse_itself_and_its_drift_found(
+    endpoints: Endpoints, object_store: ObjectStore, ch_database: str, clickhouse: Any
+) -> None:
+    uri, topic, group = object_store.uri(), unique("cdc"), unique("group")
+    last = write(object_store, uri, ("insert", "update", "delete"), rows=50)
+    code, errors = finished(
+        producer(endpoints, object_store, uri, topic, "--until-version", str(last))
+    )
+    assert code == 0, errors
+    into = consumer_settings(endpoints, topic, ch_database, group=group)
+    Pipeline(into, until_caught_up=True).run()
+    args = ["--table", uri, "--topic", topic, "--group", group, "--as-of", "--json"]
+
+    done = run_verify(endpoints, object_store, ch_database, *args)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["equal"], done.stdout + done.stderr
+    assert report["reader"] == "ClickHouse", "the lake read by ClickHouse, not staged"
+
+    key = clickhouse.command(f"SELECT min(id) FROM {into.target().current_view}")
+    sync = "SETTINGS mutations_sync = 2"
+    clickhouse.command(f"ALTER TABLE {into.target().name} DELETE WHERE id = '{key}' {sync}")
+    done = run_verify(endpoints, object_store, ch_database, *args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert json.loads(done.stdout)["lost_keys"] == [{"id": key}]
