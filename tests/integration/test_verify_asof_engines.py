@@ -113,7 +113,7 @@ def test_an_s3_table_is_read_by_clickhouse_itself_and_its_drift_found(
     endpoints: Endpoints, object_store: ObjectStore, ch_database: str, clickhouse: Any
 ) -> None:
     uri, topic, group = object_store.uri(), unique("cdc"), unique("group")
-    last = write(object_store, uri, ("insert", "update", "delete"), rows=50)
+    last = write(object_store, uri, ("insert", "update", "insert", "delete"), rows=50)
     code, errors = finished(
         producer(endpoints, object_store, uri, topic, "--until-version", str(last))
     )
@@ -126,8 +126,9 @@ def test_an_s3_table_is_read_by_clickhouse_itself_and_its_drift_found(
     report = json.loads(done.stdout)
     assert done.returncode == 0 and report["equal"], done.stdout + done.stderr
     assert report["reader"] == "ClickHouse", "the lake read by ClickHouse, not staged"
+    assert report["delta"]["rows"] > 0
 
-    key = clickhouse.command(f"SELECT min(id) FROM {into.target().current_view}")
+    key = str(clickhouse.command(f"SELECT min(id) FROM {into.target().current_view}"))
     sync = "SETTINGS mutations_sync = 2"
     clickhouse.command(f"ALTER TABLE {into.target().name} DELETE WHERE id = '{key}' {sync}")
     done = run_verify(endpoints, object_store, ch_database, *args)
