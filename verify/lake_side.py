@@ -35,8 +35,8 @@ Columns = Sequence[tuple[str, str]]
 
 @dataclass(frozen=True)
 class LakeSide:
-    """`rows(where)`'s relation: the table's rows at `version`, one column per target column
-    it shares, named and typed as in the target."""
+    """The Delta table at `version` as ClickHouse selects it: an expression per target column
+    it shares, in the target's type (`rows`)."""
 
     version: int
     relation: str  # what the rows are selected from
