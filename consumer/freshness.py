@@ -14,6 +14,7 @@ nothing arrives, which is what an alert on a stalled pipeline needs.
 from __future__ import annotations
 
 import io
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -27,6 +28,7 @@ from prometheus_client.registry import Collector
 from consumer.group.registry import HEADER, Schemas, schema_id
 from schemas.changes import COMMIT_TIMESTAMP
 
+log = logging.getLogger(__name__)
 FRESHNESS = "cdfbridge_consumer_topic_freshness_seconds"
 NEWEST_ROW_AGE = "cdfbridge_consumer_topic_newest_row_age_seconds"
 BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
@@ -64,10 +66,16 @@ def commit_times(values: Sequence[bytes], schemas: Schemas) -> tuple[float, floa
 
 
 def _committed(value: bytes, schemas: Schemas) -> float | None:
-    found = schema_id(value)
-    parsed = None if found is None else schemas.parsed(found)
-    if parsed is None:
+    """The value's commit time; None where it cannot be read. Read after the batch is in
+    ClickHouse, for a metric: nothing here may fail a batch already written."""
+    try:
+        found = schema_id(value)
+        parsed = None if found is None else schemas.parsed(found)
+        if parsed is None:
+            return None
+        record: Any = fastavro.schemaless_reader(io.BytesIO(value[HEADER:]), parsed, None)
+    except Exception:  # noqa: BLE001 - a metric's read, after the write: never the batch's failure
+        log.debug("no commit time read from a value", exc_info=True)
         return None
-    record: Any = fastavro.schemaless_reader(io.BytesIO(value[HEADER:]), parsed, None)
     stamp = record.get(COMMIT_TIMESTAMP) if isinstance(record, dict) else None
     return stamp.timestamp() if isinstance(stamp, datetime) else None

@@ -5,8 +5,9 @@ import time
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from consumer.freshness import NEWEST_ROW_AGE, NewestRowAge
+from consumer.freshness import NEWEST_ROW_AGE, NewestRowAge, commit_times
 from consumer.group.offsets import PartitionOffsets
+from consumer.group.registry import Schemas
 from verify.asof import BUCKETS, Scope
 from verify.asof_check import Round
 from verify.consumed import Mark, passed
@@ -78,3 +79,11 @@ def test_the_newest_rows_age_is_computed_when_scraped_and_never_goes_back() -> N
     ages.saw("t", now - 90)  # an older batch written after a newer one
     age = registry.get_sample_value(NEWEST_ROW_AGE, {"topic": "t"})
     assert age is not None and 30 <= age < 40
+
+
+def test_a_value_whose_commit_time_cannot_be_read_gives_none_and_never_raises() -> None:
+    nowhere = Schemas({"url": "http://127.0.0.1:9", "max.retries": 0})  # nothing listens
+    assert commit_times([b"not framed"], nowhere) is None
+    framed = b"\x00" + (7).to_bytes(4, "big") + b"\x02"
+    assert commit_times([framed, framed], nowhere) is None
+    assert commit_times([], nowhere) is None
