@@ -220,6 +220,7 @@ def main(args: argparse.Namespace) -> None:
                 args.load_rows,
                 args.load_seconds,
                 args.load_interval,
+                tuple(args.load_ops.split(",")),
             )
         if args.tables:
             result["watch"] = watch_case(

@@ -98,6 +98,9 @@ def main() -> None:
     p.add_argument("--load-seconds", type=float, default=0, help="--as-of: commits for")
     p.add_argument("--load-rows", type=int, default=1_000_000, help="--as-of: the load table")
     p.add_argument("--load-interval", type=float, default=5.0, help="--as-of: load rounds every")
+    p.add_argument(
+        "--load-ops", default="insert,update,merge,delete", help="--as-of: the commits, in turn"
+    )
     args = p.parse_args()
     if args.as_of:
         import verify_asof

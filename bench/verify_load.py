@@ -5,8 +5,9 @@
    processes (`python -m producer`, `python -m consumer … run`), until the table is in
    ClickHouse;
 2. a watcher in this process, one round every --load-interval seconds, while a commit of
-   1,000 rows (insert, update, merge, delete in turn) is made every second for
-   --load-seconds;
+   1,000 rows (--load-ops in turn: insert, update, merge, delete by default) is made every
+   second for --load-seconds (an update, merge or delete of a large table takes longer:
+   delta-rs rewrites the files it touches);
 3. the commits stop; the last round is waited for. Every round's lost, extra, wrong and
    moving keys are kept: on an equal table any lost, extra or wrong key is a false mismatch.
 """
@@ -35,7 +36,13 @@ OPERATIONS = ("insert", "update", "merge", "delete")
 
 
 def load_case(
-    database: str, root: Path, logs: Path, rows: int, seconds: float, interval: float
+    database: str,
+    root: Path,
+    logs: Path,
+    rows: int,
+    seconds: float,
+    interval: float,
+    operations: tuple[str, ...] = OPERATIONS,
 ) -> dict[str, Any]:
     path, topic, group = str(root / f"load_{uuid.uuid4().hex[:8]}"), *_names()
     generator = Generator(path, seed=1)
@@ -68,7 +75,7 @@ def load_case(
         began, commits = time.monotonic(), 0
         while time.monotonic() - began < seconds:  # 2.
             tick = time.monotonic()
-            head = generator.commit(OPERATIONS[commits % len(OPERATIONS)], COMMIT_ROWS)
+            head = generator.commit(operations[commits % len(operations)], COMMIT_ROWS)
             commits += 1
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
         committing = time.monotonic() - began
@@ -85,6 +92,7 @@ def load_case(
     drift = [r[2:] for r in rounds if r[3] or r[4] or r[5]]
     return {
         "rows": rows,
+        "operations": list(operations),
         "commits": commits,
         "commits_per_s": round(commits / committing, 2),
         "last_version": published,
