@@ -74,7 +74,6 @@ def run_round(
         shared = [(name, kind) for name, kind in shared if name in lake.expressions]
         found = asof.summarize(client, lake, table.target, shared, scope)
         details: dict[str, Any] = {}
-        committed_ms, reader = lake.committed_ms, lake.how
         if found.differing:
             details = asof.differences(client, lake, table.target, shared, scope, found.differing)
             if mend:
@@ -90,11 +89,11 @@ def run_round(
         normalised=canonical.emptied(shared),
         moving=found.moving,
         slice=(scope.slice, scope.slices),
-        reader=reader,
+        reader=lake.how,
         **details,
     )
     rows = found.lake.rows + found.replica.rows
-    return Round(report, time.monotonic() - began, rows, committed_ms)
+    return Round(report, time.monotonic() - began, rows, lake.committed_ms)
 
 
 def _generation(table: Table) -> int:

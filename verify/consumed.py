@@ -21,16 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-
 from consumer.group.offsets import PartitionOffsets, positions
-from consumer.rebuild.boundary import stable_offsets
-from services.kafka_errors import error_of
+from consumer.rebuild.boundary import high_watermarks, stable_offsets
 from services.progress_topic import Progress
-from services.service_errors import client_failure
 
 MARKS = 64  # kept per table: a consumer far behind is judged by the oldest
-TIMEOUT_S = 30
 
 
 @dataclass(frozen=True)
@@ -79,25 +74,4 @@ class Consumed:
         version = Progress(self.kafka_config, self.topic).last_version()
         if version is None or (self.marks and self.marks[-1].version == version):
             return
-        self.marks.append(Mark(version, self._high_watermarks()))
-
-    def _high_watermarks(self) -> dict[int, int]:
-        probe = Consumer(
-            {
-                **self.kafka_config,
-                "group.id": "cdfbridge-verify-probe",  # asks for offsets only: never joins
-                "isolation.level": "read_uncommitted",  # its end is the high watermark
-            }
-        )
-        try:
-            metadata = probe.list_topics(self.topic, timeout=TIMEOUT_S).topics[self.topic]
-            return {
-                p: int(probe.get_watermark_offsets(TopicPartition(self.topic, p), TIMEOUT_S)[1])
-                for p in sorted(metadata.partitions)
-            }
-        except KafkaException as exc:
-            where = str(self.kafka_config.get("bootstrap.servers", "?"))
-            doing = f"reading the offsets of {self.topic}"
-            raise client_failure(error_of(exc), where, doing) from exc
-        finally:
-            probe.close()
+        self.marks.append(Mark(version, high_watermarks(self.kafka_config, self.topic)))

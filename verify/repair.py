@@ -56,7 +56,7 @@ def repair(
         names,
         f"SELECT * FROM ({lake_rows}) WHERE {held} GLOBAL NOT IN "  # noqa: S608 - quoted
         f"(SELECT {held} FROM ({replica_rows}))",
-        (SNAPSHOT, str(lake.version), generation),
+        (SNAPSHOT, str(v), generation),
     )
     _insert(
         client,

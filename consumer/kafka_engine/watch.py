@@ -14,8 +14,8 @@ SIGTERM:
    read, for the age of its newest row (consumer/freshness.py).
 
 Its port (consumer.metrics_port) serves /metrics (each topic's last applied round,
-failures, unparsed messages and newest row's age) and /health (503 while a topic's last apply failed or its
-errors table holds messages).
+failures, unparsed messages and newest row's age) and /health (503 while a topic's last
+apply failed or its errors table holds messages).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class EngineWatch:
         try:
             chosen = kafka_engine_plan.plan(each, self.group, self.num_consumers, nullable_tuple)
             kafka_engine_plan.apply(each, chosen)  # 1., 2.
-            count, newest = unparsed(each), newest_commit(each)  # 4.
+            count, newest = table_state(each)  # 4.
         except CdfBridgeError as exc:  # 3.
             self.failures[topic] = str(exc)[:500]
             self.failed.labels(topic).inc()
@@ -114,20 +114,16 @@ class EngineWatch:
             self.newest_row.saw(topic, newest)
 
 
-def unparsed(settings: ConsumerSettings) -> int:
-    """Rows in the target's `<table>_kafka_errors`."""
-    table = errors(settings.target()).name
-    with sorted_errors(settings.clickhouse.url):
-        return int(str(connect(settings.clickhouse).command(f"SELECT count() FROM {table}")))  # noqa: S608 - quoted
-
-
-def newest_commit(settings: ConsumerSettings) -> float | None:
-    """The commit time (epoch s) of the target's newest row; None while it has none."""
+def table_state(settings: ConsumerSettings) -> tuple[int, float | None]:
+    """Rows in the target's `<table>_kafka_errors`, and the commit time (epoch s) of the
+    target's newest row (None while it has none)."""
     target = settings.target()
-    sql = f"SELECT toUnixTimestamp64Micro(max({quote(COMMIT_TIMESTAMP)})) FROM {target.name}"  # noqa: S608 - quoted
+    newest = f"toUnixTimestamp64Micro(max({quote(COMMIT_TIMESTAMP)}))"
     with sorted_errors(settings.clickhouse.url):
-        micros = int(str(connect(settings.clickhouse).command(sql)))
-    return micros / 1e6 if micros > 0 else None
+        client = connect(settings.clickhouse)
+        count = int(str(client.command(f"SELECT count() FROM {errors(target).name}")))  # noqa: S608 - quoted
+        micros = int(str(client.command(f"SELECT {newest} FROM {target.name}")))  # noqa: S608
+    return count, micros / 1e6 if micros > 0 else None
 
 
 def watch(settings: ConsumerSettings, group: str, num_consumers: int) -> None:

@@ -54,7 +54,20 @@ class ProgressUnsettledError(ServiceUnavailableError):
 
 def stable_offsets(kafka_config: Mapping[str, Any], topic: str) -> dict[int, int]:
     """Step 1: per partition, the end of what a read_committed reader can read now."""
-    with _probe(kafka_config, "read_committed", f"reading the offsets of {topic}") as probe:
+    return _ends(kafka_config, topic, "read_committed")
+
+
+def high_watermarks(kafka_config: Mapping[str, Any], topic: str) -> dict[int, int]:
+    """Per partition, the end of what has been written, open transactions' messages too."""
+    return _ends(kafka_config, topic, "read_uncommitted")
+
+
+def _ends(
+    kafka_config: Mapping[str, Any],
+    topic: str,
+    isolation: Literal["read_committed", "read_uncommitted"],
+) -> dict[int, int]:
+    with _probe(kafka_config, isolation, f"reading the offsets of {topic}") as probe:
         partitions = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
         return {p: _end(probe, topic, p) for p in sorted(partitions)}
 
