@@ -25,14 +25,19 @@ DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
-# Sized for a 2-core laptop or CI box; every key can be overridden through conf.
+# Every session's: no progress bars in a service's log, times in UTC.
+SESSION_CONF = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+# A session in the process (`local[...]`), sized for a 2-core laptop or CI box. A cluster's
+# master (spark://, yarn, k8s://) keeps Spark's own defaults, sized from its executors.
+# Every key can be overridden through conf.
 SMALL_MACHINE_CONF = {
     "spark.driver.memory": "1g",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
     "spark.databricks.delta.snapshotPartitions": "2",
 }
 # spark-avro warns once per task that the key's Avro schema is non-nullable where Spark's
@@ -83,14 +88,16 @@ def build_spark_session(
     conf: Mapping[str, str] | None = None,
     delta_jars: Path | None = None,
 ) -> SparkSession:
-    """A SparkSession with Delta's extension and catalog.
+    """A SparkSession with Delta's extension and catalog, and SMALL_MACHINE_CONF when master
+    runs in this process.
 
     delta_jars is a directory of Delta's jars (`cdfbridge-stack fetch` fills one); they go on
     spark.jars unless conf brings its own jars or packages, as it would on a cluster.
     """
     from pyspark.sql import SparkSession
 
-    settings = {**DELTA_CONF, **SMALL_MACHINE_CONF, **(conf or {})}
+    sized = SMALL_MACHINE_CONF if in_process(master) else {}
+    settings = {**DELTA_CONF, **SESSION_CONF, **sized, **(conf or {})}
     if delta_jars is not None and not {"spark.jars", "spark.jars.packages"} & settings.keys():
         settings["spark.jars"] = ",".join(str(jar) for jar in extra_jars(delta_jars))
     builder = SparkSession.builder.appName(app_name).master(master)
@@ -99,6 +106,11 @@ def build_spark_session(
     session = builder.getOrCreate()
     _quiet(session, QUIET_LOGGERS)
     return session
+
+
+def in_process(master: str) -> bool:
+    """Whether master runs Spark inside the driver's process (`local`, `local[4]` ...)."""
+    return master == "local" or master.startswith("local[")
 
 
 def _quiet(session: SparkSession, loggers: Mapping[str, str]) -> None:
