@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from producer import metrics
-from producer.commit_log import CommitLog
+from producer.commit_log import FILES_KEPT, CommitLog
 from producer.errors import VersionUnavailableError
 from producer.file_read import Shape, read_files, shape_of
 
@@ -105,12 +105,11 @@ class DirectChangeFeed:
             table = str(self._log.dataPath().toString())
             why = f"the commit file of version {first} is gone"
             raise VersionUnavailableError(table, first, why)
+        if self.read_files and self.commits is not None and last - first < FILES_KEPT:
+            self.commits.read_back(first, last)  # their actions: Delta's reader reads them too
         if self._settled(first, last):  # no metadata since: no log update, no snapshot built
             start = end = self._end
-            frame = self._from_files(first, last)
-            if frame is not None:
-                metrics.READS.labels("files").inc()
-                return frame._jdf
+            files = True
         else:
             latest = self._log.update(False, none, none)
             # Read with the schema of the range's end: a range before a type widening is
@@ -126,6 +125,13 @@ class DirectChangeFeed:
             if _column_mapping(end) or _column_mapping(start):
                 return None  # the public reader picks the schema mode for those
             self._end, self._shape = end, shape_of(end) if self.read_files else None
+            # A first read, or one after the table changed: from its files too, in end's
+            # schema as Delta's reader reads it, where no commit after first changes it.
+            files = unchanged
+        frame = self._from_files(first, last) if files else None
+        if frame is not None:
+            metrics.READS.labels("files").inc()
+            return frame._jdf
         metrics.READS.labels("delta").inc()
         # What changesToBatchDF does, but with Delta's check that the commit files are
         # contiguous from `first` (failOnDataLoss): without it a range whose first commit

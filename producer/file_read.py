@@ -5,18 +5,22 @@ Delta's reader builds a file index per read that collects the commit's files wit
 job of its own, inside the cycle's job: about 51-60 ms a read against 15-17 ms for the same
 files as Parquet scans (docs/performance.md, "Where a cycle's time goes"). Here the files
 come from the commit's actions, which the commit log has read already (producer/
-commit_files.py says which, by Delta's rule), and each group of files of one kind, version
-and partition is one Parquet scan, in the table's schema, with what Delta's reader puts on
-every row given as constants:
+commit_files.py says which, by Delta's rule), and a span's files, whatever its versions,
+kinds and partitions, are one Parquet scan in the table's schema (a second one holds the
+files the span adds and later removes). Each row is tagged with
+its file's place among them, from the file's name as the scan reports it
+(`_metadata.file_name`), and given what Delta's reader puts on every row of that file:
 - the table's partition columns, from the action's `partitionValues` (cast from text as
   Delta casts them, for the types whose text casts the same in every mode);
 - `_change_type`: `insert` for an `add`, `delete` for a `remove`, a `cdc` file's own column;
 - `_commit_version`, and `_commit_timestamp`: the commit's in-commit timestamp, else its
   commit file's time as Delta's history makes it monotonic (Delta's own function).
+A read so costs one scan planned, however many versions its span holds.
 
 Only a table whose schema and features are on the allow-list below takes this path: no
 column mapping, no type widening, no row tracking, nothing unknown. Anything else, a commit
-commit_files leaves to Delta, or a span of many scans is read by Delta's reader.
+commit_files leaves to Delta, or a file whose name could be read otherwise (two alike, or
+characters a URI escapes) is read by Delta's reader.
 tests/integration/test_file_read.py reads the same commits both ways: the same rows.
 """
 
@@ -26,12 +30,12 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from producer.commit_files import GLOB, CommitFiles
 from producer.cycle import balanced_union
+from producer.file_tags import PARTITION_TYPES, TAG, Tag, exprs, partition_literals, tag_of
 from schemas import changes
 
 if TYPE_CHECKING:
@@ -48,10 +52,8 @@ FEATURES = frozenset(
 # A table's schema text holding any of these is read by Delta's reader: char and varchar
 # (read with padding), a widened type, a variant.
 SCHEMA_MARKS = ("__CHAR_VARCHAR_TYPE_STRING", "delta.typeChanges", '"variant"')
-# Scans a span may take (one per version, kind and partition): one costs about 60% of a
-MAX_SCANS = 2  # read by Delta's reader, which scans each kind once a span (cycle_bench.py)
-_INTEGRAL = {"byte": 7, "short": 15, "integer": 31, "long": 63}  # bits besides the sign
-_NUMBER = re.compile(r"-?[0-9]{1,19}")
+_NAME = re.compile(r"[A-Za-z0-9._-]+")  # a file name the scan reports as it is written
+RESERVED = frozenset({TAG, "_metadata"})  # a table's column by either name hides the scan's
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def shape_of(snapshot: Any) -> Shape | None:
     schema = json.loads(text)
     types = {f["name"]: f["type"] for f in schema["fields"]}
     partitions = {p: types[p] for p in metadata["partitionColumns"]}
-    if not all(t in (*_INTEGRAL, "string", "boolean", "date") for t in partitions.values()):
+    if not all(t in PARTITION_TYPES for t in partitions.values()):
         return None
     # As Delta's reader reads them (CDCReader.cdcReadSchema): a column a file lacks is
     # NULL, and every partition and change column is replaced by its value below.
@@ -95,48 +97,46 @@ def read_files(
     commits: Sequence[tuple[int, CommitFiles]],
     reader: Any,
 ) -> DataFrame | None:
-    """The changes of commits (version, files), as Delta's reader gives them; None where a
-    file's path or partition value, or a commit's time, is not what this path reads, or it
-    takes over MAX_SCANS scans. A few py4j calls a scan: the scan, one selectExpr."""
+    """The changes of commits (version, files), as Delta's reader gives them, from one
+    Parquet scan of all their files whatever the span's versions, kinds and partitions (a
+    file that the span adds and then removes is in a second scan); None where a file's
+    path, name or partition value, or a commit's time, is not what this path reads. A few
+    py4j calls a scan: the scan and two projections."""
     from pyspark.sql import DataFrame
 
-    if len(groups := _groups(commits)) > MAX_SCANS:
+    files = [(version, file) for version, found in commits for file in found.files]
+    if not files or RESERVED & set(shape.columns):
+        return None
+    stamps = _timestamps(delta_log, commits, reader)
+    if stamps is None:
         return None
     root = str(delta_log.dataPath().toString())
-    stamps = _timestamps(delta_log, commits, reader)
+    scans: list[dict[str, Tag]] = []  # each: a file's name, what its rows are tagged with
+    for version, file in files:
+        path = _absolute(root, file.path)
+        literals = partition_literals(shape.partitions, dict(file.partition_values))
+        name = path.rsplit("/", 1)[-1] if path is not None else ""
+        if path is None or literals is None or not _NAME.fullmatch(name):
+            return None  # a scan tells its files apart by their names alone
+        tags = next((t for t in scans if name not in t), None)
+        if tags is None:
+            scans.append(tags := {})
+        tags[name] = Tag(path, version, file.kind, stamps[version], literals)
+    frames = [DataFrame(_scan(spark, shape, tags), spark) for tags in scans]
+    return balanced_union(frames)
+
+
+def _scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag]) -> Any:
+    """One Parquet scan of the files of tags, each row given its file's tag (a py4j
+    DataFrame). No basePath: each file's folder is its own base, so no partition is
+    inferred from the folders' names (the values come from the log, as Delta's reader
+    takes them)."""
     jvm: Any = spark._jvm
     session = spark._jsparkSession
-    schema = session.parseDataType(shape.read_schema)
-    frames = []
-    for (version, kind, values), children in groups.items():
-        paths = [_absolute(root, c) for c in children]
-        literals = _partition_literals(shape, dict(values))
-        if stamps is None or literals is None or None in paths:
-            return None
-        for folder, files in _by_folder([p for p in paths if p is not None]).items():
-            scan = session.read().schema(schema).option("basePath", folder)
-            found = scan.parquet(jvm.PythonUtils.toSeq(files))
-            exprs = _exprs(shape, literals, kind, version, stamps[version])
-            frames.append(DataFrame(found.selectExpr(jvm.PythonUtils.toSeq(exprs)), spark))
-    return balanced_union(frames) if frames else None
-
-
-def _by_folder(paths: list[str]) -> dict[str, list[str]]:
-    """Paths by their folder: read with it as the base, Spark infers no partition from the
-    folders' names (the values come from the log, as Delta's reader takes them)."""
-    folders: dict[str, list[str]] = {}
-    for path in paths:
-        folders.setdefault(path.rsplit("/", 1)[0], []).append(path)
-    return folders
-
-
-def _groups(commits: Sequence[tuple[int, CommitFiles]]) -> dict[tuple[Any, ...], list[str]]:
-    """The commits' files by (version, kind, partition values): one set of literals each."""
-    groups: dict[tuple[Any, ...], list[str]] = {}
-    for version, found in commits:
-        for file in found.files:
-            groups.setdefault((version, file.kind, file.partition_values), []).append(file.path)
-    return groups
+    scan = session.read().schema(session.parseDataType(shape.read_schema))
+    found = scan.parquet(jvm.PythonUtils.toSeq([t.path for t in tags.values()]))
+    tagged = found.selectExpr(jvm.PythonUtils.toSeq(["*", tag_of(tags)]))
+    return tagged.selectExpr(jvm.PythonUtils.toSeq(exprs(shape.columns, list(tags.values()))))
 
 
 def _timestamps(
@@ -168,52 +168,3 @@ def _absolute(root: str, child: str) -> str | None:
     if GLOB & set(path) or ":" in tail or parts.query or parts.fragment:
         return None
     return path
-
-
-def _partition_literals(shape: Shape, values: dict[str, str | None]) -> dict[str, str] | None:
-    """Each partition column's value as a SQL literal of its type: its text as UTF-8 bytes
-    (no quoting to get wrong), cast to the type."""
-    literals = {}
-    for name, type_name in shape.partitions.items():
-        value = values.get(name)
-        if value is None:
-            literals[name] = f"CAST(NULL AS {type_name})"
-        elif _casts_alike(type_name, value):
-            text = f"CAST(X'{value.encode().hex()}' AS STRING)"
-            literals[name] = text if type_name == "string" else f"CAST({text} AS {type_name})"
-        else:
-            return None
-    return literals
-
-
-def _casts_alike(type_name: str, value: str) -> bool:
-    """Whether Spark casts value to type_name alike with and without ANSI (Delta casts
-    partition values without)."""
-    if type_name == "string":
-        return True
-    if type_name == "boolean":
-        return value in ("true", "false")
-    if type_name == "date":
-        try:
-            date.fromisoformat(value)  # a real day ...
-        except ValueError:
-            return False
-        return bool(re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value))  # ... written in full
-    bits = _INTEGRAL[type_name]
-    return bool(_NUMBER.fullmatch(value)) and -(2**bits) <= int(value) < 2**bits
-
-
-def _exprs(
-    shape: Shape, literals: dict[str, str], kind: str, version: int, stamp: int
-) -> list[str]:
-    change_type = _quoted(changes.CHANGE_TYPE) if kind == "cdc" else f"'{kind}'"
-    return [
-        *(f"{literals[c]} AS {_quoted(c)}" if c in literals else _quoted(c) for c in shape.columns),
-        f"{change_type} AS {_quoted(changes.CHANGE_TYPE)}",
-        f"CAST({int(version)} AS BIGINT) AS {_quoted(changes.COMMIT_VERSION)}",
-        f"timestamp_millis({int(stamp)}) AS {_quoted(changes.COMMIT_TIMESTAMP)}",
-    ]
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

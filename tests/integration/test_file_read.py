@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from producer import file_read, metrics
+from producer import metrics
 from producer.encode import KEY, VALUE, Encoding, WireSchema
 from producer.source import DeltaSource
 from schemas.avro import key_schema, value_schema
@@ -116,16 +116,25 @@ def no_op_merge(path: str, version: int) -> None:
     (log / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
 
 
-def both_ways(spark: Any, path: str, first: int, last: int) -> tuple[Any, Any, bool]:
-    """first..last read by Delta's reader and by the file read, each after a first read of
-    version 0 (the snapshot a settled range is read in), and whether the files were read."""
+def both_ways(
+    spark: Any, path: str, first: int, last: int, fresh: bool = False
+) -> tuple[Any, Any, bool]:
+    """first..last read by Delta's reader and by the file read, and whether the files were
+    read. Each source first reads version 0, as a follow's later reads find the snapshot
+    of one before; fresh: the file read's is a source that read nothing before (a start's
+    first read, no cached state)."""
     delta, files = DeltaSource(spark, path, False), DeltaSource(spark, path)
-    for source in (delta, files):
+    for source in (delta,) if fresh else (delta, files):
         source.row_estimates(0, last, last)  # as a start does: the commit files read
         source.changes(0, 0)
     before = _file_reads()
     read = files.changes(first, last)
     return delta.changes(first, last), read, _file_reads() > before
+
+
+def scans(frame: Any) -> int:
+    """The Parquet scans frame's plan holds."""
+    return str(frame._jdf.queryExecution().executedPlan().toString()).count("FileScan parquet")
 
 
 def assert_same(spark: Any, path: str, by_delta: Any, by_files: Any) -> None:
@@ -147,33 +156,43 @@ def assert_same(spark: Any, path: str, by_delta: Any, by_files: Any) -> None:
     ids=["partitioned", "unpartitioned-in-commit-timestamps"],
 )
 def test_every_kind_of_commit_reads_the_same_from_its_files(
-    spark: Any, tmp_path: Path, partitioned: bool, properties: str, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, partitioned: bool, properties: str
 ) -> None:
-    # Every span from its files, however many scans that takes: the rows are what is compared.
-    monkeypatch.setattr(file_read, "MAX_SCANS", 1_000)
     path = str(tmp_path / "t")
     make(spark, path, partitioned, f", delta.enableDeletionVectors = false{properties}")
     history(spark, path, partitioned)
 
     for first, last in [*((v, v) for v in range(1, 12)), (1, 11), (3, 10)]:
-        by_delta, by_files, from_files = both_ways(spark, path, first, last)
-        assert from_files == ((first, last) not in NO_CHANGE), (first, last)
-        assert_same(spark, path, by_delta, by_files)
-        if (first, last) in NO_CHANGE:
-            assert by_delta.count() == 0
+        for fresh in (False, True):
+            by_delta, by_files, from_files = both_ways(spark, path, first, last, fresh)
+            assert from_files == ((first, last) not in NO_CHANGE), (first, last, fresh)
+            assert_same(spark, path, by_delta, by_files)
+            if (first, last) in NO_CHANGE:
+                assert by_delta.count() == 0
     kinds = {r[0] for r in by_delta.select("_change_type").distinct().collect()}  # (3, 10)
     assert kinds == {"insert", "delete", "update_preimage", "update_postimage"}
-
-    monkeypatch.undo()  # a span of more scans than MAX_SCANS: Delta's reader, alike
-    by_delta, by_files, from_files = both_ways(spark, path, 1, 11)
-    assert not from_files
-    assert_same(spark, path, by_delta, by_files)
+    assert scans(both_ways(spark, path, 1, 6)[1]) == 1  # every version, kind and partition
+    assert scans(both_ways(spark, path, 1, 9)[1]) == 2  # and the files 7 removes, added before
 
 
-def test_deletion_vectors_are_read_by_deltas_reader_alike(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_span_of_a_hundred_versions_is_one_scan_and_reads_the_same(
+    spark: Any, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(file_read, "MAX_SCANS", 1_000)  # only the vectors send spans to Delta
+    path = str(tmp_path / "t")
+    make(spark, path, properties=", delta.enableDeletionVectors = false")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES {row(1, True)}, {row(2, True)}")
+    for n in range(3, 102):  # versions 2-100: one file of a partition each
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES {row(n, True)}")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")  # 101: cdc files
+
+    for first, last, fresh in [(1, 100, True), (2, 101, False), (2, 101, True)]:
+        by_delta, by_files, from_files = both_ways(spark, path, first, last, fresh=fresh)
+        assert from_files, (first, last)
+        assert scans(by_files) == 1
+        assert_same(spark, path, by_delta, by_files)
+
+
+def test_deletion_vectors_are_read_by_deltas_reader_alike(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     make(spark, path, properties=", delta.enableDeletionVectors = true")
     history(spark, path)

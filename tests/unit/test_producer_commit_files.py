@@ -8,7 +8,8 @@ from typing import Any
 
 from producer.commit_files import MAX_FILES, ChangeFile, commit_files
 from producer.commit_log import FILES_KEPT, Commit, Commits
-from producer.file_read import Shape, _absolute, _casts_alike, _partition_literals
+from producer.file_read import _absolute
+from producer.file_tags import TAG, Tag, _casts_alike, exprs, partition_literals
 
 
 def add(path: str, **fields: Any) -> dict[str, Any]:
@@ -90,9 +91,32 @@ def test_partition_values_become_literals_only_where_every_cast_agrees() -> None
     assert not _casts_alike("long", "1.5") and not _casts_alike("long", "")
     assert _casts_alike("date", "2024-02-29") and not _casts_alike("date", "2023-02-29")
     assert _casts_alike("boolean", "true") and not _casts_alike("boolean", "yes")
-    shape = Shape(("id", "p", "q"), {"p": "string", "q": "integer"}, "{}")
-    assert _partition_literals(shape, {"p": "it's", "q": None}) == {
+    partitions = {"p": "string", "q": "integer"}
+    assert partition_literals(partitions, {"p": "it's", "q": None}) == {
         "p": "CAST(X'69742773' AS STRING)",
         "q": "CAST(NULL AS integer)",
     }
-    assert _partition_literals(shape, {"p": "a", "q": "x"}) is None
+    assert partition_literals(partitions, {"p": "a", "q": "x"}) is None
+
+
+def test_a_constant_of_every_file_alike_is_given_as_it_is_and_others_picked_by_file() -> None:
+    p = {"p": "CAST(X'61' AS STRING)"}
+    one = Tag("f/a.parquet", 3, "insert", 1000, p)
+    assert exprs(("id", "p"), [one]) == [
+        "`id`",
+        f"{p['p']} AS `p`",
+        "'insert' AS `_change_type`",
+        "CAST(3 AS BIGINT) AS `_commit_version`",
+        "timestamp_millis(CAST(1000 AS BIGINT)) AS `_commit_timestamp`",
+    ]
+    cdc = Tag("f/b.parquet", 4, "cdc", 2000, p)
+    both = exprs(("id", "p"), [one, cdc])
+    assert both[1] == f"{p['p']} AS `p`"  # alike in both files
+    kind = f"element_at(array('insert', 'cdc'), {TAG} + 1)"
+    assert (
+        both[2] == f"CASE WHEN {kind} = 'cdc' THEN `_change_type` ELSE {kind} END AS `_change_type`"
+    )
+    assert (
+        both[3]
+        == f"element_at(array(CAST(3 AS BIGINT), CAST(4 AS BIGINT)), {TAG} + 1) AS `_commit_version`"
+    )
