@@ -76,19 +76,22 @@ IDLE_SETTLE_S = 30.0
 def config_text(
     database: str,
     tables: dict[str, tuple[str, str]],
-    poll_s: float,
+    poll_s: float | None = None,
     extra: dict[str, str] | None = None,
-    idle_poll_max_s: float = 5.0,
+    idle_poll_max_s: float | None = None,
     read_files: bool = True,
+    batch_s: float | None = None,
 ) -> str:
     """[[tables]] for both stages: {name: (path, topic)}, ClickHouse table = name; extra:
-    {name: more TOML lines of its entry}."""
-    polls = f"poll_interval_s = {poll_s}\nidle_poll_max_s = {idle_poll_max_s}"
-    polls += f"\nread_commit_files = {str(read_files).lower()}"
+    {name: more TOML lines of its entry}. A setting given None keeps its default."""
+    polls = f"read_commit_files = {str(read_files).lower()}"
+    polls += "" if poll_s is None else f"\npoll_interval_s = {poll_s}"
+    polls += "" if idle_poll_max_s is None else f"\nidle_poll_max_s = {idle_poll_max_s}"
+    batch = "" if batch_s is None else f"\nbatch_seconds = {batch_s}"
     lines = [
         f'[clickhouse]\ndatabase = "{database}"',
         f"[source]\n{polls}\nmetrics_port = 0",
-        "[consumer]\nmetrics_port = 0\nbatch_seconds = 0.5",
+        f"[consumer]\nmetrics_port = 0{batch}",
     ]
     for name, (path, topic) in tables.items():
         entry = f'table = "{path}"\nprimary_key = "id"\ntopic = "{topic}"\ntarget = "{name}"'
@@ -173,7 +176,13 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
     config = root / f"{run_id}.toml"
     config.write_text(
         config_text(
-            database, tables, args.poll_interval, extra, args.idle_poll_max, args.reader == "files"
+            database,
+            tables,
+            args.poll_interval,
+            extra,
+            args.idle_poll_max,
+            args.reader == "files",
+            args.batch_seconds,
         )
     )
     logs = Path(__file__).parent / "results" / "logs"
@@ -393,10 +402,9 @@ def main() -> None:
         default=180.0,
         help="measure from then on even if the pipeline has not caught up (reported)",
     )
-    p.add_argument("--poll-interval", type=float, default=0.5, help="the producer's")
-    p.add_argument(
-        "--idle-poll-max", type=float, default=5.0, help="the producer's idle_poll_max_s"
-    )
+    p.add_argument("--poll-interval", type=float, help="the producer's (default: its default)")
+    p.add_argument("--idle-poll-max", type=float, help="the producer's idle_poll_max_s (default)")
+    p.add_argument("--batch-seconds", type=float, help="the consumer's batch_seconds (default)")
     p.add_argument("--backfill-rows", type=int, default=0, help="a table backfilled meanwhile")
     p.add_argument("--resync-rows", type=int, default=0, help="a table resynced meanwhile")
     p.add_argument(

@@ -47,7 +47,7 @@ class ConsumerSection(Section):
     """A partition's batch is inserted once it holds this many rows."""
     batch_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     """... or this many bytes of values."""
-    batch_seconds: float = Field(default=5.0, gt=0)
+    batch_seconds: float = Field(default=0.5, gt=0)
     """... or once its first row is this many seconds old."""
     prefetch_mb: float = Field(default=1024.0, gt=0)
     """Messages fetched ahead of the batches, for the whole process: every topic gets an

@@ -36,7 +36,7 @@ class SourceSection(Section):
     was enabled late, or whose history was vacuumed."""
     until_version: int | None = Field(default=None, ge=0)
     """Stop after publishing this version (a backfill); unset: follow forever."""
-    poll_interval_s: float = Field(default=1.0, gt=0)
+    poll_interval_s: float = Field(default=0.5, gt=0)
     """Seconds between looks at the table's head after a new commit."""
     idle_poll_max_s: float = Field(default=5.0, gt=0)
     """While the table stays idle, the looks grow apart, the wait doubling from
