@@ -5,11 +5,11 @@ table's new commit, and the Spark job that collects N tables' reads, against its
 
 N Delta tables (the demo generator's shape, a checkpoint every 10 commits) each take a
 commit of 1,000 inserts per round. Per round, in one warm session:
-- the steps per table: the commit log's poll (producer/commit_log.py), Delta's own log
+- the steps per table: the commit log's poll (producer/follow/commit_log.py), Delta's own log
   update (what each poll cost before), the read of the commit's changes in the snapshot
   already known (from the commit's files, or with `--reader delta` by Delta's change-feed
-  reader: producer/file_read.py), and its encoding (producer/encode.py);
-- the cycle's job over the N encoded reads (producer/cycle.py: union, coalesced, one
+  reader: producer/read/file_read.py), and its encoding (producer/encode/encode.py);
+- the cycle's job over the N encoded reads (producer/read/cycle.py: union, coalesced, one
   collect), the union's building (pairwise, as the cycle builds it, and as one chain)
   timed apart from its job, against the same reads collected one by one;
 - the floor under both: the N commits' data files read as N Parquet scans unioned, and as
@@ -32,14 +32,14 @@ from typing import Any
 
 from output import table
 
-from producer.cycle import PLACE, balanced_union
-from producer.encode import Encoding, WireSchema
-from producer.generate import Generator
+from producer.encode.encode import Encoding, WireSchema
+from producer.read.cycle import PLACE, balanced_union
+from producer.read.source import DeltaSource
 from producer.run import APP_NAME
 from producer.settings import ProducerSettings
-from producer.source import DeltaSource
 from schemas.avro import key_schema, value_schema
 from services.spark_session import session_for
+from stack.generate import Generator
 
 
 def timed(call: Callable[[], object]) -> float:

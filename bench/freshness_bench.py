@@ -32,8 +32,8 @@ from deltalake import DeltaTable
 from output import RESULTS, save, table
 from stages import start
 
-from producer.generate import OPERATIONS, Generator
 from services.settings import ConnectionSettings
+from stack.generate import OPERATIONS, Generator
 
 
 def expected_rows(path: str, first: int, last: int) -> dict[int, int]:

@@ -63,13 +63,13 @@ from output import save, table
 from producer_bench import build_table
 from stages import PeakRss, kafka_clients, start, tree_cpu_s
 
-from producer.generate import Generator
 from schemas.naming import dlq_topic, progress_topic
 from services.settings import ConnectionSettings
+from stack.generate import Generator
 
 IDLE_COMMITS = 3  # commits each table takes with --idle, before measuring
 # ... and how long after the last is published: each table's first poll that finds nothing
-# loads its whole log once (producer/follow.py _Idle), which is not what idling costs.
+# loads its whole log once (producer/lake/follow.py _Idle), which is not what idling costs.
 IDLE_SETTLE_S = 30.0
 
 
@@ -149,7 +149,11 @@ def _delete_topics(settings: ConnectionSettings, topics: list[str]) -> None:
                 raise
 
 
-def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]:
+def scenario(
+    args: argparse.Namespace, count: int, root: Path, peer: bool = False
+) -> dict[str, Any]:
+    """One run of count tables through cdfbridge, or with peer through bench/peer_streaming.py
+    (its one process in the producer's place, no consumer; "published" is then stored)."""
     settings = ConnectionSettings()
     client = clickhouse_connect.get_client(dsn=settings.clickhouse.url)
     database = f"bench_lake_{uuid.uuid4().hex[:8]}"
@@ -188,15 +192,14 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
     logs = Path(__file__).parent / "results" / "logs"
     env = {**os.environ}
     started_at = time.time()
-    producer = start(
-        ["producer", "--config", str(config), "--log-level", args.producer_log_level],
-        env,
-        logs / f"lake_{run_id}.producer.log",
-    )
-    log = logs / f"lake_{run_id}.producer.log"
+    log = logs / f"lake_{run_id}.{'peer' if peer else 'producer'}.log"
+    command = ["producer", "--config", str(config), "--log-level", args.producer_log_level]
+    if peer:
+        command = [str(Path(__file__).with_name("peer_streaming.py")), "--config", str(config)]
+    producer = start(command, env, log, module=not peer)
     # --no-consumer measures the producer alone, so there is no ClickHouse to wait for.
     consumer = None
-    if not args.no_consumer:
+    if not args.no_consumer and not peer:
         command = ["consumer", "--config", str(config), "run"]
         consumer = start(command, env, logs / f"lake_{run_id}.consumer.log")
     stages = [stage for stage in (producer, consumer) if stage is not None]
@@ -285,11 +288,18 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         seen = stored_at(inserts, (name, version), rows)
         lags[name].append(float("inf") if seen is None else seen - at)
         sent = published.get((tables[name][1], version))
-        producer_lags.append(float("inf") if sent is None else sent - at)
-    firsts = [
-        min((at for (topic, _), at in published.items() if topic == tables[n][1]), default=None)
-        for n in names
-    ]
+        if not peer:  # the peer publishes nothing: only what it stored is measured
+            producer_lags.append(float("inf") if sent is None else sent - at)
+    if peer:  # its first insert of each table, as no chunk is published
+        firsts = [
+            min((when for (t, _), a in inserts.items() if t == n for when, _ in a), default=None)
+            for n in names
+        ]
+    else:
+        firsts = [
+            min((at for (topic, _), at in published.items() if topic == tables[n][1]), default=None)
+            for n in names
+        ]
     # Start-up: until the first, half and every table has published its first chunk.
     known = sorted(round(f - started_at, 1) for f in firsts if f is not None)
     heads_s = None if None in firsts else known[-1]
@@ -309,6 +319,7 @@ def scenario(args: argparse.Namespace, count: int, root: Path) -> dict[str, Any]
         resync = {"snapshot_rows": rows, "asked_to_stored_s": took}
     return {
         "tables": count,
+        "peer": peer,
         "resync": resync,
         "caught_up_when_measured": not behind_at_start,
         "lags": lags,
@@ -412,6 +423,11 @@ def main() -> None:
     )
     p.add_argument("--no-consumer", action="store_true", help="run the producer alone")
     p.add_argument(
+        "--peer",
+        action="store_true",
+        help="then the same lake through bench/peer_streaming.py (a streaming query a table)",
+    )
+    p.add_argument(
         "--producer-log-level",
         default="INFO",
         help="DEBUG also logs each cycle: its tables, rows and milliseconds",
@@ -424,14 +440,18 @@ def main() -> None:
     )
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cdfbridge-lake-"))
-    results = [scenario(args, count, root) for count in args.tables or [20]]
+    results = []
+    for count in args.tables or [20]:
+        results.append(scenario(args, count, root))
+        if args.peer:  # the same lake through the Spark job one would write instead
+            results.append(scenario(args, count, root, peer=True))
     rows, base = [], results[0]["producer"]
     for result in results:
         every = [lag for lags in result["lags"].values() for lag in lags]
         worst = max(result["lags"].items(), key=lambda item: _pct(item[1], 99))
         rows.append(
             (
-                result["tables"],
+                f"{result['tables']}{' (peer)' if result.get('peer') else ''}",
                 "yes" if result["caught_up_when_measured"] else "no",
                 len(every),
                 round(_pct(every, 50), 2),

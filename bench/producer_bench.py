@@ -34,17 +34,17 @@ from deltalake import DeltaTable, write_deltalake
 from output import bars, save, table
 from stages import PeakRss, backfill
 
-from producer.follow import follow
-from producer.generate import SCHEMA
-from producer.publish import Publisher
-from producer.registry import TopicSchemas
+from producer.encode.registry import TopicSchemas
+from producer.encode.slices import Slice
+from producer.lake.follow import follow
+from producer.publish.publish import Publisher
+from producer.publish.topics import ensure_topics
+from producer.publish.transactions import BATCH_ROWS
+from producer.read.source import DeltaSource
 from producer.run import APP_NAME
 from producer.settings import ProducerSettings
-from producer.slices import Slice
-from producer.source import DeltaSource
-from producer.topics import ensure_topics
-from producer.transactions import BATCH_ROWS
 from services.spark_session import session_for
+from stack.generate import SCHEMA
 
 INSERT_BATCH = 250_000
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from output import table
 
-from producer.generate import Generator
+from producer.read.source import DeltaSource
 from producer.run import APP_NAME
 from producer.settings import ProducerSettings
-from producer.source import DeltaSource
 from services.spark_session import session_for
+from stack.generate import Generator
 
 
 def timed(call: Callable[[], object], repeats: int) -> list[int]:

@@ -28,12 +28,16 @@ def backfill(table: str, topic: str, until_version: int) -> list[str]:
     ]
 
 
-def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """`python -m <args>`, e.g. ["consumer", "--topic", "t", "run"]."""
+def start(
+    args: list[str], env: dict[str, str], log: Path, module: bool = True
+) -> subprocess.Popen[bytes]:
+    """`python -m <args>`, e.g. ["consumer", "--topic", "t", "run"]; `python <args>` when
+    not module (a script's path first)."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", *args] if module else [sys.executable, *args]
     with log.open("wb") as out:
         return subprocess.Popen(  # noqa: S603 - our own modules, fixed arguments
-            [sys.executable, "-m", *args], env=env, stdout=out, stderr=subprocess.STDOUT
+            command, env=env, stdout=out, stderr=subprocess.STDOUT
         )
 
 

@@ -30,13 +30,13 @@ from typing import Any
 
 from output import table
 
-from producer.encode import Encoding, WireSchema
-from producer.generate import Generator
+from producer.encode.encode import Encoding, WireSchema
+from producer.read.source import DeltaSource
 from producer.run import APP_NAME
 from producer.settings import ProducerSettings
-from producer.source import DeltaSource
 from schemas.avro import key_schema, value_schema
 from services.spark_session import session_for
+from stack.generate import Generator
 
 STEPS = ("log", "cdf_check", "latest", "schema", "estimates", "read", "collect")
 

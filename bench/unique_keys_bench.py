@@ -5,7 +5,7 @@ slice gets anyway, in the same run.
 
 A slice of `rows` encoded changes (random 64-bit key hashes, keys of 13 bytes, one commit:
 the worst case for the check, since every row survives) is checked by
-producer/slices.py `check_unique` and sorted by _order; prints each one's median time.
+producer/encode/slices.py `check_unique` and sorted by _order; prints each one's median time.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import time
 import pyarrow as pa
 from output import table
 
-from producer.encode import IS_DELETE, KEY, KEY_HASH, ORDER
-from producer.slices import check_unique
+from producer.encode.encode import IS_DELETE, KEY, KEY_HASH, ORDER
+from producer.encode.slices import check_unique
 
 
 def main() -> None:

@@ -24,9 +24,9 @@ from typing import Any
 
 from stages import start, tree_cpu_s
 
-from producer.generate import Generator
 from services.progress_topic import Progress
 from services.settings import ConnectionSettings
+from stack.generate import Generator
 from verify.consumed import Consumed
 from verify.settings import VerifySettings
 from verify.watch import Watch

@@ -179,7 +179,7 @@ def _run(settings: ProducerSettings) -> int:
 
 def _resync(args: argparse.Namespace) -> Callable[[ProducerSettings], int]:
     def resync(settings: ProducerSettings) -> int:
-        from producer import resync_command as resync
+        from producer.resync import resync_command as resync
 
         topic = resync.chosen_topic(settings, args.name)
         position = resync.request(settings.kafka.client_config(), topic, args.wait_s)

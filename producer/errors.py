@@ -146,7 +146,7 @@ class TopicRecreatedError(TerminalError):
 
 
 class LogReplacedError(TerminalError):
-    """A path table's log is not the one followed any more (producer/commit_log.py); the
+    """A path table's log is not the one followed any more (producer/follow/commit_log.py); the
     follow loop names the table and topic (TableRecreatedError)."""
 
     def __init__(self, why: str) -> None:

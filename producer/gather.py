@@ -1,5 +1,5 @@
 """Waiting for more work to arrive before serving it together: the cycle's reads
-(producer/cycle.py) and the transactions' chunks (producer/transactor.py)."""
+(producer/read/cycle.py) and the transactions' chunks (producer/publish/transactor.py)."""
 
 from __future__ import annotations
 

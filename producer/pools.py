@@ -1,7 +1,7 @@
-"""Spark's FAIR scheduler pools, for several tables in one session (producer/lake.py).
+"""Spark's FAIR scheduler pools, for several tables in one session (producer/lake/lake.py).
 
-Reads far behind a table's head (backfills, snapshots: producer/chunks.py) run in HISTORY,
-the heads' fresh commits in FOLLOW, in the cycle's one job (producer/cycle.py): the two
+Reads far behind a table's head (backfills, snapshots: producer/read/chunks.py) run in HISTORY,
+the heads' fresh commits in FOLLOW, in the cycle's one job (producer/read/cycle.py): the two
 pools share the cores while both have tasks, so a backfill never holds back fresh commits.
 (Spark breaks ties between pools by name: FOLLOW sorts first.)
 """

@@ -1,6 +1,6 @@
 """`run()`: follow a Delta table, or each of [[tables]], and publish its changes until
-stopped. One table is a lake of one (producer/lake.py): each table is followed by
-producer/table.py; their reads at the head share one Spark job per cycle (producer/cycle.py).
+stopped. One table is a lake of one (producer/lake/lake.py): each table is followed by
+producer/lake/table.py; their reads at the head share one Spark job per cycle (producer/read/cycle.py).
 
 SIGTERM or SIGINT aborts the open transactions and returns 0.
 """
@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from producer import metrics
-from producer.cycle import Cycle
-from producer.lake import Begun, follow_all
-from producer.probes import Probes
-from producer.publish import Transactions
-from producer.resync import Resyncs
+from producer.follow.probes import Probes
+from producer.lake.lake import Begun, follow_all
+from producer.lake.startup import discard, kafka_side_in_thread
+from producer.publish.publish import Transactions
+from producer.read.cycle import Cycle
+from producer.resync.resync import Resyncs
 from producer.settings import ProducerSettings
-from producer.startup import Waterfall, discard, kafka_side_in_thread, since_start_s
+from producer.steps import Waterfall, since_start_s
 from services.spark_session import session_for
 
 if TYPE_CHECKING:

@@ -70,7 +70,7 @@ class SourceSection(Section):
     """Columns published as the lowercase hex SHA-256 of their value, computed in Spark."""
     read_commit_files: bool = True
     """Read a path table's new commits from their own data files through Spark, where
-    that gives the rows Delta's change-feed reader gives (producer/file_read.py): 38% less
+    that gives the rows Delta's change-feed reader gives (producer/read/file_read.py): 38% less
     Spark time a read in a cycle of 80 tables; false: Delta's reader reads every change."""
     on_incompatible_change: Literal["stop", "resync"] = "stop"
     """What a change the producer cannot follow does (a column dropped, renamed or retyped, a
@@ -132,7 +132,7 @@ class ProducerSettings(ConnectionSettings):
 
     def transactional_id(self) -> str:
         """[kafka] transactional_id, else one that the same tables always get: a copy of
-        the deployment started again fences the one before (producer/takeover.py)."""
+        the deployment started again fences the one before (producer/publish/takeover.py)."""
         if self.kafka.transactional_id:
             return self.kafka.transactional_id
         if not self.tables:

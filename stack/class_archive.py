@@ -46,9 +46,9 @@ def _dump(jars_dir: Path, archive: Path) -> None:
     """Step 1: a small table through the producer's own calls; the JVM dumps as it exits."""
     from delta.tables import DeltaTable
 
-    from producer.encode import Encoding, WireSchema
-    from producer.slices import encoded_slices
-    from producer.source import DeltaSource
+    from producer.encode.encode import Encoding, WireSchema
+    from producer.encode.slices import encoded_slices
+    from producer.read.source import DeltaSource
     from schemas.avro import key_schema, value_schema
     from services.spark_session import build_spark_session
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from consumer.group.loop import Pipeline
-from producer.generate import Generator
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import TestServices, provide
 from tests.integration.consumer_support import settings

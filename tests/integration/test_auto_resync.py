@@ -20,11 +20,11 @@ from consumer.kafka_engine.evolve import built_from
 from consumer.process import Consumers
 from consumer.tables.generation import held
 from consumer.topics import resolve
-from producer.generate import Generator
 from schemas.errors import CdfBridgeError
 from schemas.target import Target
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env

@@ -22,7 +22,7 @@ from consumer.process import run
 from consumer.rebuild.lake import LakeUnreadableError
 from consumer.rebuild.steps import rebuild
 from consumer.status import status
-from producer.generate import Generator
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints, ObjectStore
 from tests.integration.consumer_support import settings as consumer_settings

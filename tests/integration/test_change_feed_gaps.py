@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from producer.cdf import DirectChangeFeed
 from producer.errors import VersionUnavailableError
+from producer.read.cdf import DirectChangeFeed
 from producer.spark_errors import reading
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

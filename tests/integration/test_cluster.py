@@ -103,7 +103,7 @@ def test_a_shard_stopped_mid_run_is_waited_for_and_nothing_is_lost_or_doubled(
     clickhouse_cluster: tuple[str, ...],
     cluster_database: str,
 ) -> None:
-    from producer.generate import Generator
+    from stack.generate import Generator
 
     path, database, urls = str(tmp_path / "flowing"), cluster_database, clickhouse_cluster
     generator = Generator(path, seed=11)

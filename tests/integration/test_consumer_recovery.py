@@ -23,7 +23,7 @@ from consumer.group.loop import Pipeline
 from consumer.group.metrics import RETRIES, ROWS
 from consumer.group.startup import leave, member_consumer
 from consumer.rebuild.first_read import Starts, starts
-from producer.topics import ensure_topics
+from producer.publish.topics import ensure_topics
 from schemas.naming import REPLAYABLE, progress_topic
 from services.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse

@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from consumer.group.loop import Pipeline
-from producer.generate import Generator
 from services.progress_topic import Progress
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
@@ -39,7 +39,7 @@ def cycles() -> tuple[float, float]:
 
 
 def file_reads() -> float:
-    """Reads served from the commits' own files (producer/file_read.py) so far."""
+    """Reads served from the commits' own files (producer/read/file_read.py) so far."""
     found = REGISTRY.get_sample_value("cdfbridge_producer_change_reads_total", {"reader": "files"})
     return found or 0.0
 
@@ -114,8 +114,8 @@ def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
 ) -> None:
     # Once the three tables are at their heads, each commits at once; a cycle waits long
     # enough to take the three reads together.
-    monkeypatch.setattr("producer.cycle.GATHER_S", 20.0)
-    monkeypatch.setattr("producer.cycle.QUIET_S", 10.0)
+    monkeypatch.setattr("producer.read.cycle.GATHER_S", 20.0)
+    monkeypatch.setattr("producer.read.cycle.QUIET_S", 10.0)
     tables = lake(tmp_path, "abc", rows=20)
     topics = {name: unique(f"cycle_{name}") for name in tables}
     entries = [
@@ -155,7 +155,7 @@ def test_a_table_moves_from_the_cycle_to_a_backlog_and_back_without_gap_or_dupli
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("producer.chunks.HEAD_ROWS", 200)  # a span of more is a backlog
+    monkeypatch.setattr("producer.read.chunks.HEAD_ROWS", 200)  # a span of more is a backlog
     tables = lake(tmp_path, "ab", rows=20)
     topics = {name: unique(f"cycle_{name}") for name in tables}
     entries = [

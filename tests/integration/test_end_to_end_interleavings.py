@@ -14,7 +14,7 @@ from consumer.cli import main
 from consumer.group.loop import Pipeline
 from consumer.process import run
 from consumer.rebuild.steps import bootstrap, rebuild
-from producer import resync_command
+from producer.resync import resync_command
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env, verify_settings

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from producer.generate import Generator
 from schemas.changes import version
 from services.progress_topic import Progress
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.fault_support import (
@@ -80,7 +80,7 @@ def test_no_change_is_lost_or_doubled_through_kills_and_restarts(
         Supervised(
             f"generator {name}",
             command(
-                "producer.generate",
+                "stack.generate",
                 *("--table", path, "--seed", str(seed + n)),
                 *("--commits", str(scale.commits), "--rows-per-commit", str(scale.rows_per_commit)),
                 *("--interval", str(scale.interval_s)),

@@ -1,5 +1,5 @@
 """The same commits read both ways, by Delta's change-feed reader and from the commits' own
-files (producer/file_read.py), give the same rows and the same encoded messages: on tables of
+files (producer/read/file_read.py), give the same rows and the same encoded messages: on tables of
 every type the producer publishes, partitioned by every type the file read injects, through
 INSERT, UPDATE, DELETE, MERGE (changing, inserting only, changing nothing), overwrite and
 OPTIMIZE. Deletion vectors and column mapping are read by Delta's reader, and give the
@@ -17,8 +17,8 @@ from urllib.parse import unquote
 import pytest
 
 from producer import metrics
-from producer.encode import KEY, VALUE, Encoding, WireSchema
-from producer.source import DeltaSource
+from producer.encode.encode import KEY, VALUE, Encoding, WireSchema
+from producer.read.source import DeltaSource
 from schemas.avro import key_schema, value_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -27,7 +27,7 @@ from confluent_kafka.schema_registry import Schema
 from consumer.cli import main as consumer_cli
 from consumer.group import offsets
 from consumer.process import run as consume
-from producer import resync_command
+from producer.resync import resync_command
 from schemas.avro import value_schema
 from schemas.changes import GENERATION, version
 from schemas.naming import value_subject

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from consumer.process import run
-from producer import resync_command
+from producer.resync import resync_command
 from schemas.naming import value_subject
 from services.progress_topic import Progress
 from services.settings import KafkaConfig

@@ -17,7 +17,7 @@ from consumer.rebuild.generations import Generations, Watched
 from consumer.settings import ConsumerSettings
 from consumer.tables.generation import mark
 from consumer.tables.placement import Placement
-from producer.topics import ensure_topics
+from producer.publish.topics import ensure_topics
 from schemas.progress import Generation
 from services.progress_topic import Progress
 from services.settings import KafkaConfig

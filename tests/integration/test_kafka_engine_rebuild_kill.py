@@ -17,7 +17,7 @@ import pytest
 from consumer.cli import main as consumer_main
 from consumer.kafka_engine.evolve import built_from
 from consumer.tables.generation import held
-from producer import resync_command
+from producer.resync import resync_command
 from schemas.target import Target
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env

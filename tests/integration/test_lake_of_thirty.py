@@ -12,8 +12,8 @@ import pytest
 
 from consumer.group import offsets
 from consumer.process import Consumers
-from producer.generate import Generator
 from producer.run import run
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumers_of

@@ -15,8 +15,7 @@ from prometheus_client import REGISTRY
 
 from consumer.group.loop import Pipeline
 from producer.errors import FencedError, NullKeyError, SchemaChangeError
-from producer.generate import Generator
-from producer.lake import stops_every_table
+from producer.lake.lake import stops_every_table
 from producer.run import run
 from producer.settings import ProducerSettings
 from schemas.column_policy import ColumnPolicyError
@@ -24,6 +23,7 @@ from schemas.errors import TableConfigError
 from services.progress_topic import Progress
 from services.registry_errors import RegistryAccessError
 from services.service_errors import UnreachableError
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
@@ -160,7 +160,7 @@ def test_kill_9_of_the_many_table_producer_then_restart_leaves_no_gap_and_no_dup
 def test_a_table_taken_over_by_another_producer_stops_every_table_with_exit_4(
     spark: Any, endpoints: Endpoints, tmp_path: Path
 ) -> None:
-    from producer.publish import Publisher
+    from producer.publish.publish import Publisher
 
     tables = lake(tmp_path, "ab", rows=10)
     topics = {name: unique(f"lake_{name}") for name in tables}

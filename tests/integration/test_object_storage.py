@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from consumer.group.loop import Pipeline
-from producer.generate import Generator
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints, ObjectStore
 from tests.integration.consumer_support import settings as consumer_settings

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from consumer.group.loop import Pipeline
-from producer.generate import Generator
 from stack.azure import ACCOUNT, ACCOUNT_KEY
+from stack.generate import Generator
 from stack.settings import StackSettings
 from tests.conftest import unique
 from tests.endpoints import Endpoints

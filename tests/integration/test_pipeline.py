@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from consumer.group.loop import Pipeline
-from producer.generate import Generator
+from stack.generate import Generator
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings
 from tests.producer_helpers import publish

@@ -1,4 +1,4 @@
-"""The idle tables' grouped looks for their next commit files (producer/probes.py), on real
+"""The idle tables' grouped looks for their next commit files (producer/follow/probes.py), on real
 Delta logs through Spark's Hadoop file system."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from producer.commit_log import CommitLog
-from producer.probes import Probe, Probes
+from producer.follow.commit_log import CommitLog
+from producer.follow.probes import Probe, Probes
 from tests.integration.test_table_identity import write
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -124,7 +124,7 @@ def test_a_path_a_pattern_would_read_is_looked_at_alone(spark: Any, tmp_path: Pa
 
 
 class Waits:
-    """An idle table's waits (producer/follow.py Idle): 0.2 s apart, until wake_by."""
+    """An idle table's waits (producer/lake/follow.py Idle): 0.2 s apart, until wake_by."""
 
     def __init__(self, wake_in_s: float) -> None:
         self.until = time.monotonic() + wake_in_s

@@ -99,7 +99,7 @@ def test_key_deleted_and_reinserted_in_one_commit_orders_delete_first(
 def test_table_written_by_delta_rs_is_published_like_a_spark_one(
     spark: Any, endpoints: Endpoints, delta_path: str
 ) -> None:
-    from producer.generate import Generator
+    from stack.generate import Generator
 
     generator = Generator(delta_path, seed=7)
     for operation in ("insert", "update", "merge", "delete"):

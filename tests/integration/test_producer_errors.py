@@ -205,7 +205,7 @@ def test_a_null_key_under_a_path_naming_a_schema_is_a_null_key(
 def test_unreachable_registry_is_retried_by_its_client_then_named() -> None:
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
-    from producer.registry import TopicSchemas
+    from producer.encode.registry import TopicSchemas
     from services.service_errors import UnreachableError
     from services.settings import SchemaRegistrySettings
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from producer.errors import MessageTooLargeError
-from producer.publish import Publisher
-from producer.topics import ensure_topics
+from producer.publish.publish import Publisher
+from producer.publish.topics import ensure_topics
 from schemas.errors import ConfigError
 from services.settings import KafkaConfig
 from tests.conftest import unique

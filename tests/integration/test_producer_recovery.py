@@ -14,8 +14,8 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from producer.errors import FencedError
-from producer.publish import Publisher
-from producer.topics import ensure_topics
+from producer.publish.publish import Publisher
+from producer.publish.topics import ensure_topics
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
 from tests.conftest import unique

@@ -18,7 +18,7 @@ from consumer.group.loop import Pipeline
 from consumer.process import run
 from consumer.status import status
 from consumer.tables.generation import marked
-from producer import resync_command
+from producer.resync import resync_command
 from services.clickhouse_client import connect
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings

@@ -17,7 +17,7 @@ import pytest
 from consumer.group.loop import Pipeline
 from consumer.rebuild.steps import Rebuilt, rebuild
 from consumer.tables.generation import held
-from producer import resync_command
+from producer.resync import resync_command
 from services.clickhouse_client import connect
 from tests.conftest import unique
 from tests.endpoints import Endpoints

@@ -6,7 +6,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from consumer.group.errors import NotPublishedYetError
 from consumer.group.registry import Schemas
-from producer.registry import TopicSchemas
+from producer.encode.registry import TopicSchemas
 from services.registry_errors import RegistryUrlError
 from services.settings import SchemaRegistrySettings
 from tests.conftest import unique

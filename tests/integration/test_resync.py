@@ -13,10 +13,10 @@ from prometheus_client import REGISTRY
 from consumer.group.loop import Pipeline
 from consumer.rebuild.steps import rebuild
 from consumer.status import status
-from producer import resync_command as resync
-from producer.generate import Generator
+from producer.resync import resync_command as resync
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings

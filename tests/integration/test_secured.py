@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from producer.generate import Generator
+from stack.generate import Generator
 from tests.conftest import free_port, unique
 from tests.integration.secured_support import Secured, secured_stack
 

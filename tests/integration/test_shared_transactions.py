@@ -1,6 +1,6 @@
-"""Many tables' chunks in one Kafka transaction (producer/transactor.py), on the real broker:
+"""Many tables' chunks in one Kafka transaction (producer/publish/transactor.py), on the real broker:
 a topic's refusal takes only its chunk out, a producer taking a table over aborts the open
-transaction of the one its progress names (producer/takeover.py), and that one stops."""
+transaction of the one its progress names (producer/publish/takeover.py), and that one stops."""
 
 import os
 import threading
@@ -14,8 +14,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import NewTopic
 
 from producer.errors import FencedError, MessageTooLargeError
-from producer.publish import Publisher, Transactions
-from producer.topics import ensure_topics
+from producer.publish.publish import Publisher, Transactions
+from producer.publish.topics import ensure_topics
 from schemas.progress import Generation as Gen
 from schemas.progress import encode
 from services.settings import MAX_MESSAGE_BYTES, KafkaConfig

@@ -56,9 +56,9 @@ def test_to_avro_encodes_rows_in_the_jvm(spark: Any) -> None:
 def test_row_estimates_from_commit_files_equal_those_of_the_history(
     spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from producer import source as source_module
-    from producer.generate import Generator
-    from producer.source import DeltaSource
+    from producer.read import source as source_module
+    from producer.read.source import DeltaSource
+    from stack.generate import Generator
 
     path = str(tmp_path / "t")
     generator = Generator(path, seed=3)

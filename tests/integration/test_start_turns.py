@@ -1,4 +1,4 @@
-"""Tables start a few at a time (producer/pacing.py Starts): a table gives its turn back at its
+"""Tables start a few at a time (producer/lake/pacing.py Starts): a table gives its turn back at its
 first read, or once it finds nothing to read. With one turn, a table that has published
 everything already must not keep the others from starting."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from producer import lake as lake_module
+from producer.lake import lake as lake_module
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.test_many_tables import _run_into, lake, published_once

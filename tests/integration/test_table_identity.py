@@ -13,10 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from producer import resync_command as resync
-from producer.commit_log import CommitLog
 from producer.errors import LogReplacedError, TableRecreatedError, TopicClaimedError
-from producer.follow import Idle
+from producer.follow.commit_log import CommitLog
+from producer.lake.follow import Idle
+from producer.resync import resync_command as resync
 from producer.run import run
 from services.progress_topic import Progress
 from services.settings import KafkaConfig

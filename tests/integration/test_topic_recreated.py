@@ -14,11 +14,11 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from producer import resync_command as resync
 from producer.errors import KafkaFatalError, TopicRecreatedError
-from producer.publish import Publisher, Transactions
+from producer.publish.publish import Publisher, Transactions
+from producer.publish.sends import producer_config
+from producer.resync import resync_command as resync
 from producer.run import run
-from producer.sends import producer_config
 from schemas.errors import CdfBridgeError, TransientError
 from schemas.progress import encode
 from services.kafka_topics import described

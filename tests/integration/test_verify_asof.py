@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from consumer.group.loop import Pipeline
-from producer.generate import Generator
 from services.progress_topic import Progress
+from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env

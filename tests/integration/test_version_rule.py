@@ -25,7 +25,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 def producer_rule(frame: Any, key: Any, value: Any) -> Any:
     """The producer's Spark columns for the rule, as (_version, _is_deleted) per change."""
-    from producer.encode import IS_DELETE, ORDER, Encoding, WireSchema  # follows the producer
+    from producer.encode.encode import (  # follows the producer
+        IS_DELETE,
+        ORDER,
+        Encoding,
+        WireSchema,
+    )
 
     encoding = Encoding(WireSchema(key, 0), WireSchema(value, 0), ["id"], include_preimage=True)
     return encoding.encode(frame).select(ORDER, IS_DELETE)
@@ -113,7 +118,9 @@ def test_python_clickhouse_and_spark_give_every_change_the_same_version_and_dele
         "Python (schemas.changes.version, is_deleted)": by_python(),
         "ClickHouse (schemas.changes.version_sql, IS_DELETED_SQL)": by_clickhouse(clickhouse),
         "ClickHouse without the generation term, plus it": by_clickhouse(clickhouse, False),
-        "Spark (producer.encode.Encoding: _order plus the generation, _is_delete)": by_spark(spark),
+        "Spark (producer.encode.encode.Encoding: _order plus the generation, _is_delete)": by_spark(
+            spark
+        ),
     }
 
     broken = {name: wrong for name, got in results.items() if (wrong := differences(got))}

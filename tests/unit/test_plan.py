@@ -4,7 +4,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from producer.plan import Chunk, estimate_rows, plan, rows_per_chunk
+from producer.follow.plan import Chunk, estimate_rows, plan, rows_per_chunk
 
 
 def chunks(

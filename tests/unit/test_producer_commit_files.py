@@ -1,15 +1,15 @@
-"""Which files a commit's changes come from (producer/commit_files.py, Delta's rule), and
-what the file read (producer/file_read.py) turns a path and a partition value into. The
+"""Which files a commit's changes come from (producer/follow/commit_files.py, Delta's rule), and
+what the file read (producer/read/file_read.py) turns a path and a partition value into. The
 rows themselves are compared with Delta's reader in tests/integration/test_file_read.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from producer.commit_files import MAX_FILES, ChangeFile, commit_files
-from producer.commit_log import FILES_KEPT, Commit, Commits
-from producer.file_read import _absolute
-from producer.file_tags import TAG, Tag, _casts_alike, exprs, partition_literals
+from producer.follow.commit_files import MAX_FILES, ChangeFile, commit_files
+from producer.follow.commit_log import FILES_KEPT, Commit, Commits
+from producer.read.file_read import _absolute
+from producer.read.file_tags import TAG, Tag, _casts_alike, exprs, partition_literals
 
 
 def add(path: str, **fields: Any) -> dict[str, Any]:

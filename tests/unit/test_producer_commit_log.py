@@ -3,8 +3,8 @@ can be read with the schema already known."""
 
 import json
 
-from producer.commit_log import KEPT, Commit, Commits, parsed
-from producer.follow import Idle
+from producer.follow.commit_log import KEPT, Commit, Commits, parsed
+from producer.lake.follow import Idle
 
 
 def commit_file(*actions: dict[str, object]) -> str:

@@ -5,8 +5,8 @@ first chunk of a start, small."""
 
 from collections.abc import Iterator, Mapping
 
-from producer.course import Course, RowWidth, Span, spans
-from producer.plan import Chunk
+from producer.follow.course import Course, RowWidth, Span, spans
+from producer.follow.plan import Chunk
 
 MIB = 2**20
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from producer.cycle import Cycle, _Read, balanced_union
+from producer.read.cycle import Cycle, _Read, balanced_union
 
 
 def cycle_with(*sizes: int, max_bytes: int = 100) -> tuple[Cycle, list[_Read]]:

@@ -90,7 +90,7 @@ def test_a_driver_lost_outside_a_read_is_named_for_exit_code_3() -> None:
     from typing import Any, cast
 
     from producer.errors import SparkDriverLostError
-    from producer.lake import named
+    from producer.lake.lake import named
     from schemas.errors import ConfigError
     from services.cli import exit_code
 

@@ -5,9 +5,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from producer.errors import FencedError, KafkaFatalError
-from producer.kafka_errors import kafka_failure
-from producer.publish import Publisher
-from producer.sends import Refused
+from producer.publish.kafka_errors import kafka_failure
+from producer.publish.publish import Publisher
+from producer.publish.sends import Refused
 from services.service_errors import KafkaRefusedError, KafkaUnavailableError, client_failure
 
 E = KafkaError
@@ -74,7 +74,7 @@ def test_a_fatal_size_refusal_is_no_change_too_large() -> None:
 def test_kafka_client_settings_librdkafka_refuses_are_a_setting_to_fix(
     properties: dict[str, str],
 ) -> None:
-    from producer.publish import Publisher
+    from producer.publish.publish import Publisher
     from schemas.errors import ConfigError
 
     with pytest.raises(ConfigError, match="CDFBRIDGE_KAFKA__PROPERTIES"):

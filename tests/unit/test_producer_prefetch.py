@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from producer.prefetch import STOP_POLL_S, Prefetch
+from producer.lake.prefetch import STOP_POLL_S, Prefetch
 
 WAIT_S = 5.0  # for a thread that should end at once; a failing test waits this long
 

@@ -8,8 +8,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from producer.errors import FencedError
-from producer.sends import Chunk, send
-from producer.transactor import Transactor
+from producer.publish.sends import Chunk, send
+from producer.publish.transactor import Transactor
 from services.service_errors import KafkaRefusedError, UnreachableError
 
 
@@ -92,7 +92,7 @@ def started(handle: InitTransactions) -> Transactor:
 def test_kafka_timing_out_on_init_transactions_is_retried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("producer.transactor.START_ATTEMPTS", 2)
+    monkeypatch.setattr("producer.publish.transactor.START_ATTEMPTS", 2)
     handle = InitTransactions(KafkaError(KafkaError._TIMED_OUT, retriable=True))
 
     started(handle).start()
@@ -103,7 +103,7 @@ def test_kafka_timing_out_on_init_transactions_is_retried(
 def test_kafka_timing_out_on_every_attempt_is_named_with_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("producer.transactor.START_ATTEMPTS", 2)
+    monkeypatch.setattr("producer.publish.transactor.START_ATTEMPTS", 2)
     timeout = KafkaError(KafkaError._TIMED_OUT, "no broker", retriable=True)
     handle = InitTransactions(timeout, timeout, timeout)
 

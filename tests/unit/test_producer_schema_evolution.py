@@ -2,9 +2,9 @@
 
 import pytest
 
+from producer.encode.evolution import check_additive
+from producer.encode.table_schemas import RangeSchemas
 from producer.errors import SchemaChangeError
-from producer.evolution import check_additive
-from producer.table_schemas import RangeSchemas
 
 
 def record(*fields: tuple[str, object]) -> dict[str, object]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from producer.encode import IS_DELETE, KEY, KEY_HASH, ORDER, Encoding, WireSchema
+from producer.encode.encode import IS_DELETE, KEY, KEY_HASH, ORDER, Encoding, WireSchema
+from producer.encode.slices import check_unique
 from producer.errors import DuplicateKeyError
-from producer.slices import check_unique
 
 KEY_SCHEMA = {"type": "record", "name": "k", "fields": [{"name": "id", "type": "long"}]}
 ENCODING = Encoding(WireSchema(KEY_SCHEMA, 7), WireSchema(KEY_SCHEMA, 8), ["id"], False)

@@ -8,10 +8,10 @@ import pytest
 
 from producer.cli import main
 from producer.errors import TopicRecreatedError
-from producer.resync_command import chosen_topic, describe
+from producer.lake.start import check_topic
+from producer.publish.topics import DataTopic
+from producer.resync.resync_command import chosen_topic, describe
 from producer.settings import ProducerSettings
-from producer.start import check_topic
-from producer.topics import DataTopic
 from schemas.errors import ConfigError
 from schemas.progress import LOST_TOPIC_ID, Generation, Position, decode, encode
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from producer.encode import IS_DELETE, KEY, ORDER, PREIMAGE, VALUE
-from producer.slices import rewritten_keys
+from producer.encode.encode import IS_DELETE, KEY, ORDER, PREIMAGE, VALUE
+from producer.encode.slices import rewritten_keys
 
 # (key, commit version, change): the change as Delta's feed gives it.
 Change = tuple[str, int, str]

@@ -11,7 +11,7 @@ import pytest
 from tenacity import RetryCallState, Retrying
 
 from consumer.group.errors import NotPublishedYetError
-from producer.startup import Waterfall, since_start_s
+from producer.steps import Waterfall, since_start_s
 from schemas.errors import TransientError
 from services.class_archive import (
     JAVA_OPTIONS,

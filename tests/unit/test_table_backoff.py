@@ -3,7 +3,7 @@ attempt had run long enough to count as a recovery. And the turns of tables to s
 
 import threading
 
-from producer.pacing import HEALTHY_S, TABLE_MAX_BACKOFF_S, Backoff, Starts
+from producer.lake.pacing import HEALTHY_S, TABLE_MAX_BACKOFF_S, Backoff, Starts
 
 
 class Clock:

@@ -1,7 +1,7 @@
-"""Taking a table over (producer/takeover.py), its decisions: whom to fence, when to claim,
+"""Taking a table over (producer/publish/takeover.py), its decisions: whom to fence, when to claim,
 when a read is to be read again. Kafka's side is tests/integration/test_shared_transactions.py."""
 
-from producer.takeover import ids_of, take_over
+from producer.publish.takeover import ids_of, take_over
 from schemas.progress import Part, Position
 from services.progress_topic import Owners
 

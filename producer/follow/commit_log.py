@@ -1,0 +1,218 @@
+"""A path table's new commits, found without a Spark job: its `_delta_log/<version>.json`
+files, looked for through the table's own Hadoop file system (so local paths, s3a:// and
+abfss:// alike) and each read once.
+
+An idle table's looks for its next commit file are grouped with the other tables'
+(producer/follow/probes.py); a poll then takes that answer, else it costs one `exists` call. A
+new commit's file is read for what the follow loop needs before reading its changes:
+- its change rows, from its operation metrics (the chunk plan's estimates);
+- whether it carries a `metaData` or `protocol` action. Only then can the table's schema,
+  its column mapping or its features have changed, so a run of commits without one
+  (`settled`) is read with the schema and the Delta snapshot already known, with no
+  DeltaLog.update and no schema analysis.
+
+A start reads the commit files of its first versions the same way (`read_back`): when none
+after the first changes the table, their schema and snapshot are the head's, and no older
+snapshot is built (each costs a Spark job where the table has no checksum files).
+
+Each new commit is also checked to be the same table's (`LogReplacedError` otherwise),
+before any of its changes is read: a table dropped and created again at its path while it
+is followed has a log whose versions start over, and whose later versions are not the
+continuation of the ones published. Two signs, each cheap:
+- a `metaData` action whose id is not the followed table's (Delta's `metaData.id`, which a
+  table created again does not keep);
+- the commit file of the last version known (read before, or, at a start, the one of the
+  snapshot loaded, looked at when the log is opened) no longer the same file (its length
+  and modification time): Delta never rewrites a commit file, so a changed one belongs to
+  a new log. A table created again between its load and the first poll is caught so too.
+
+Catalog tables, whose log is not a plain path, keep Delta's own detection (DeltaSource).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from producer.errors import LogReplacedError
+from producer.follow.commit_files import CommitFiles, commit_files
+from producer.follow.plan import estimate_rows
+from producer.follow.probes import UNGROUPED, Probe
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+KEPT = 1_000  # commits remembered behind the newest: more than any head span holds
+FILES_KEPT = 100  # ... and the files of so many: a head span's (producer/read/file_read.py)
+
+
+@dataclass(frozen=True)
+class Commit:
+    version: int
+    rows: int | None  # change rows by its operation metrics; None: they do not say
+    changes_table: bool  # a metaData or protocol action: schema or features may change
+    table_id: str | None = None  # its metaData action's id, when it has one
+    files: CommitFiles | None = None  # its changes' files; None: Delta's reader reads it
+
+
+class Commits:
+    """The commits read so far, by version: what they say about a range of versions."""
+
+    def __init__(self) -> None:
+        self._by_version: dict[int, Commit] = {}
+
+    def __contains__(self, version: int) -> bool:
+        return version in self._by_version
+
+    def add(self, commit: Commit) -> None:
+        self._by_version[commit.version] = commit
+        for version in [v for v in self._by_version if v < commit.version - KEPT]:
+            del self._by_version[version]
+        older = self._by_version.get(commit.version - FILES_KEPT)
+        if older is not None and older.files is not None:
+            self._by_version[older.version] = replace(older, files=None)
+
+    def files(self, first: int, last: int) -> list[tuple[int, CommitFiles]] | None:
+        """(version, its files) for first..last, if every commit was read and its files
+        are known; else None."""
+        found = [self._by_version.get(v) for v in range(first, last + 1)]
+        known = [(c.version, c.files) for c in found if c is not None and c.files is not None]
+        return known if len(known) == len(found) else None
+
+    def settled(self, first: int, last: int) -> bool:
+        """Every commit first..last was read, and none carries metaData or protocol."""
+        found = [self._by_version.get(v) for v in range(first, last + 1)]
+        return all(c is not None and not c.changes_table for c in found)
+
+    def estimates(self, first: int, last: int) -> dict[int, int | None] | None:
+        """Change rows per version first..last, if every commit was read; else None."""
+        found = [self._by_version.get(v) for v in range(first, last + 1)]
+        if any(c is None for c in found):
+            return None
+        return {c.version: c.rows for c in found if c is not None}
+
+
+class CommitLog(Commits):
+    """The commit files of the table whose DeltaLog (a py4j handle) is delta_log."""
+
+    def __init__(self, spark: SparkSession, delta_log: Any) -> None:
+        super().__init__()
+        # The followed table: its id as loaded, and the commit file last known to be its.
+        snapshot = delta_log.unsafeVolatileSnapshot()
+        self.table_id = str(snapshot.metadata().id())
+        self._path_of: Any = spark._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
+        self._conf = delta_log.newDeltaHadoopConf()
+        self._dir = delta_log.logPath()
+        self._fs = self._dir.getFileSystem(self._conf)
+        self._store = delta_log.store()
+        self._probe: tuple[int, Any] | None = None  # the next version and its file's path
+        self._looked: tuple[int, bool] | None = None  # a grouped look's answer, not used yet
+        instance = spark._jvm.java.lang.System.identityHashCode(self._fs)  # type: ignore[union-attr]
+        self._group = f"{self._fs.getUri()} {instance}"  # its file system, for grouped looks
+        self._dir_path = str(self._dir.toUri().getPath()).rstrip("/")  # ... and its folder
+        # (version, its commit file) last known to be the followed table's: at first the
+        # loaded snapshot's, as the file system tells now (a listing and a look at one file
+        # may round times differently on object stores).
+        version = int(snapshot.version())
+        self._known: tuple[int, tuple[int, int] | None] = (version, self._identity(version))
+
+    def newest(self, after: int) -> int:
+        """The last version of the run of commit files that follows version `after`
+        (`after` itself when there is none yet), each new one read and checked to be the
+        followed table's (LogReplacedError)."""
+        if self._known[0] != after:  # a start: `after` is taken as ours, the known file kept
+            self._check_known()
+            self._known = (after, self._identity(after))
+        version = after
+        while self._found(version + 1):
+            version += 1
+        if version > after:
+            self._check_same_log()
+            self._known = (version, self._identity(version))
+        return version
+
+    def probe(self, after: int) -> Probe | None:
+        """A grouped look (producer/follow/probes.py) at the first commit file after `after` not
+        read yet; None where its path cannot be grouped."""
+        version = after + 1
+        while version in self:
+            version += 1
+        path = f"{self._dir_path}/{version:020d}.json"
+        return None if UNGROUPED & set(path) else Probe(version, path, self._group, self._fs)
+
+    def looked(self, version: int, found: bool) -> None:
+        """A grouped look found version's commit file there (or not): the next poll takes
+        that answer instead of its own `exists` call."""
+        self._looked = (version, found)
+
+    def read_back(self, first: int, last: int) -> None:
+        """Read the commit files of first..last not read yet (a start's versions, before
+        the snapshot loaded): their estimates and whether they change the table. A file
+        cleaned up behind a checkpoint is left unread, and says nothing."""
+        for version in range(first, last + 1):
+            if version not in self:
+                self._found(version)
+
+    def gone(self, version: int) -> bool:
+        """Whether version's commit file is no longer there (cleaned up behind a checkpoint):
+        one `exists` call unless it was read before (Delta reads it anyway, right after)."""
+        if version in self:
+            return False
+        return not self._fs.exists(self._file(version))
+
+    def _check_same_log(self) -> None:
+        """The new commits name no other table, and the known commit file is unchanged."""
+        others = [c for c in self._by_version.values() if c.table_id not in (None, self.table_id)]
+        if others:
+            found = others[0]
+            why = f"its version {found.version} names Delta id {found.table_id}"
+            raise LogReplacedError(f"{why}, not {self.table_id}")
+        self._check_known()
+
+    def _check_known(self) -> None:
+        """The commit file last known to be the table's is still the same file (one gone,
+        cleaned up behind a checkpoint, tells nothing)."""
+        version, known = self._known
+        now = self._identity(version)
+        if known is not None and now is not None and now != known:
+            why = f"the commit file of its version {version} was written again since its load"
+            raise LogReplacedError(why)
+
+    def _file(self, version: int) -> Any:
+        return self._path_of(self._dir, f"{version:020d}.json")
+
+    def _identity(self, version: int) -> tuple[int, int] | None:
+        """(length, modification time) of version's commit file; None when it is gone."""
+        path = self._file(version)
+        if not self._fs.exists(path):
+            return None
+        status = self._fs.getFileStatus(path)
+        return int(status.getLen()), int(status.getModificationTime())
+
+    def _found(self, version: int) -> bool:
+        if version in self:
+            return True
+        if self._probe is None or self._probe[0] != version:
+            self._probe = (version, self._file(version))
+        path = self._probe[1]
+        looked, self._looked = self._looked, None
+        there = looked[1] if looked and looked[0] == version else self._fs.exists(path)
+        if not there:
+            return False
+        text = str(self._store.read(path, self._conf).mkString("\n"))
+        self.add(parsed(version, text))
+        return True
+
+
+def parsed(version: int, text: str) -> Commit:
+    """A commit file's lines (one JSON action each) as a Commit."""
+    rows, changes_table, table_id = None, False, None
+    actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for action in actions:
+        if "metaData" in action or "protocol" in action:
+            changes_table = True
+            table_id = action.get("metaData", {}).get("id", table_id)
+        elif "commitInfo" in action:
+            rows = estimate_rows(action["commitInfo"].get("operationMetrics"))
+    return Commit(version, rows, changes_table, table_id, commit_files(actions))

@@ -1,0 +1,176 @@
+"""Plan → read → encode → slice, for one span of versions, one snapshot or the rest of a
+version published in parts: the steps of following a table (producer/lake/follow.py) once it
+knows what to read.
+
+A span at the table's head (HEAD_ROWS changes at most) is read in the process's cycle, with
+the other tables' reads in one Spark job (producer/read/cycle.py); a longer one (a backlog),
+a snapshot and a version cut in slices are read in jobs of their own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from producer import metrics
+from producer.encode.encode import snapshot_changes
+from producer.encode.slices import Slice, encoded_slices, sample
+from producer.encode.table_schemas import RangeSchemas, TableSchema
+from producer.follow.course import Course, Estimates, Span
+from producer.follow.plan import Chunk
+from producer.pools import FOLLOW, HISTORY, in_pool
+from producer.read.cycle import Cycle
+from producer.read.source import DeltaSource
+from producer.spark_errors import reading
+from producer.steps import Waterfall
+from schemas.progress import Part
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+# A span of at most this many changes is at the head: read in the cycle. A longer one is a
+# backlog: read in chunks of its own, in HISTORY, so it holds no other table up.
+HEAD_ROWS = 50_000
+
+
+class Chunks:
+    """Plan → read → encode → slice, for one span of versions or one snapshot."""
+
+    def __init__(
+        self,
+        source: DeltaSource,
+        ranges: RangeSchemas,
+        course: Course,
+        steps: Waterfall,
+        cycle: Cycle | None,
+        handed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.source, self.ranges, self.course = source, ranges, course
+        self.table, self.steps, self.cycle = source.table, steps, cycle
+        self.handed = handed  # called when a read waits in the cycle for its job
+        self.estimates: Estimates = {}  # the span's being read
+        self.path: str | None = None  # "head" or "backlog": how the span is read
+
+    def span(self, span: Span, known: TableSchema | None = None) -> Iterator[Slice]:
+        """span's slices; known: its schema, when it is one part of a span that changes."""
+        began, step = time.monotonic(), self.steps.step
+        with step("row_estimates"):
+            estimates = self.source.row_estimates(span.first, span.last, span.head)
+        self.estimates = estimates
+        self._take_path(span, sum(n or 0 for n in estimates.values()))
+        with step("schemas"):
+            schema = known or self.ranges.of_range(span.first, span.last)  # None: it changes
+        if schema is None:  # each part of one schema read alone
+            for first, last in self.ranges.parts(span.first, span.last):
+                yield from self.span(Span(first, last, span.head), self.ranges.at(last))
+            return
+        with step("row_width"):
+            self._learn_width(span, estimates, schema)
+        planning_s = time.monotonic() - began
+        for chunk in self.course.chunks(span, estimates):  # plan
+            yield from self._chunk(chunk, schema, span.head, planning_s)
+            planning_s = 0.0
+
+    def snapshot(self, version: int) -> Iterator[Slice]:
+        """The table's state at version, as changes of that version."""
+        began = time.monotonic()
+        frame, schema = self._snapshot(version)
+        chunk = self._sized(frame, Chunk(version, version, sized=False, snapshot=True), schema)
+        yield from self._slices(frame, chunk, version, began)
+
+    def resume(self, part: Part) -> Iterator[Slice]:
+        """The slices of a version published in parts that follow those published, cut as
+        they were (part.slices key-hash slices)."""
+        began = time.monotonic()
+        chunk = Chunk(part.first, part.last, part.slices, snapshot=part.snapshot)
+        if part.snapshot:
+            frame, _ = self._snapshot(part.first)
+        else:
+            in_pool(self.source.spark, HISTORY)
+            self.ranges.for_chunk(chunk, None)
+            with reading(self.table, chunk.first, chunk.last):
+                frame = self.source.changes(chunk.first, chunk.last)
+        yield from self._slices(frame, chunk, part.last, began, start=part.done + 1)
+
+    def _take_path(self, span: Span, rows: int) -> None:
+        """Read span at the head (the cycle's job) or as a backlog (jobs of its own, in the
+        HISTORY pool); a change of path is logged."""
+        path = "head" if rows <= HEAD_ROWS and self.cycle is not None else "backlog"
+        in_pool(self.source.spark, HISTORY if rows > HEAD_ROWS else FOLLOW)
+        if path != self.path:
+            versions = f"{span.first}-{span.last}"
+            metrics.event("table_path", table=self.table, path=path, versions=versions, rows=rows)
+            self.path = path
+            self.mark_head(path == "head")
+
+    def mark_head(self, now: bool = False) -> None:
+        """Tell the cycle whether this table is at its head (and sends it reads)."""
+        if self.cycle is not None:
+            self.cycle.at_head(self, now)
+
+    def _collect(self, chunk: Chunk) -> Callable[[DataFrame], pa.Table]:
+        """How chunk's encoded rows are collected: a chunk of one slice at the head in the
+        cycle, with its estimated bytes; any other in a job of its own."""
+        if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
+            return lambda encoded: encoded.toArrow()
+        cycle = self.cycle
+        rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
+        nbytes = self.course.width.nbytes(rows)
+        return lambda encoded: cycle.collect(encoded, nbytes, self.handed)
+
+    def _snapshot(self, version: int) -> tuple[DataFrame, TableSchema]:
+        in_pool(self.source.spark, HISTORY)
+        schema = self.ranges.at(version)
+        self.ranges.use(version, schema)
+        state = self.source.snapshot(version)
+        return snapshot_changes(state, version, self.source.commit_timestamp(version)), schema
+
+    def _learn_width(self, span: Span, estimates: Estimates, schema: TableSchema) -> None:
+        """Sample the changes of one version before the first chunk is planned. Checked and
+        registered first, as each chunk would be: a sample must not read across a schema
+        change the checks refuse. A span whose schema changes learns from its first chunk."""
+        version = self.course.sample_version(span, estimates)
+        if version is None:
+            return
+        self.ranges.use(span.last, schema)
+        with reading(self.table, version, version):
+            self._sample(self.source.changes(version, version), schema)
+
+    def _chunk(
+        self, chunk: Chunk, range_schema: TableSchema | None, head: int, planning_s: float
+    ) -> Iterator[Slice]:
+        began = time.monotonic() - planning_s
+        schema = self.ranges.for_chunk(chunk, range_schema)
+        with reading(self.table, chunk.first, chunk.last):
+            frame = self.source.changes(chunk.first, chunk.last)  # read
+            self.ranges.check_columns(frame.columns, schema, chunk)
+            chunk = self._sized(frame, chunk, schema)
+            yield from self._slices(frame, chunk, head, began)
+
+    def _sized(self, frame: DataFrame, chunk: Chunk, schema: TableSchema) -> Chunk:
+        """chunk, its slices counted if the history had no row count for it."""
+        if chunk.sized:
+            return chunk
+        if not self.course.width.known:
+            self._sample(frame, schema)
+        return self.course.sized(chunk, frame.count())
+
+    def _slices(
+        self, frame: DataFrame, chunk: Chunk, head: int, began: float, start: int = 0
+    ) -> Iterator[Slice]:
+        encoding, collect = self.ranges.encoding(), self._collect(chunk)
+        parts = encoded_slices(frame, chunk.slices, encoding, self.table, start, collect)
+        read_began = time.monotonic()
+        for index, rows in enumerate(parts, start):
+            self.steps.log("slice_read", time.monotonic() - read_began)  # scan, encode, collect
+            self.course.width.learn(rows.nbytes, len(rows))
+            yield Slice(chunk, index, rows, time.monotonic() - began, head)
+            began = read_began = time.monotonic()
+
+    def _sample(self, frame: DataFrame, schema: TableSchema) -> None:
+        rows = sample(frame, self.ranges.sizing(schema))
+        self.course.width.learn(rows.nbytes, len(rows))
