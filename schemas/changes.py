@@ -12,7 +12,7 @@ so the version doubles the commit version and adds one for rows that survive the
 A ReplacingMergeTree(_version, _is_deleted) then keeps the insert over the delete of the
 same commit, and any later commit over both.
 
-A resync starts a new generation of the topic (producer/resync.py), and a table created
+A resync starts a new generation of the topic (producer/resync/resync.py), and a table created
 again at its path starts its versions over at 0. `_generation` in the high bits makes any
 row of a newer generation outrank every row of an older one, whatever their commits, on
 every path that mixes generations: a group reset before the generation's start, an offset

@@ -14,7 +14,7 @@ rebuild from there and leave every older row behind.
 
 Each record names its owner, the producer that wrote it; a producer about to follow the
 topic claims it with a record of another key (`<topic>#claim`) naming itself
-(producer/takeover.py).
+(producer/publish/takeover.py).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class Position:
     value_schema: int | None = None
     # The transactional.id of the producer that wrote the record (its process's: one for
     # many tables); None when the record predates it: `cdfbridge-<topic>` wrote it then.
-    # A producer taking the table over fences it first (producer/takeover.py).
+    # A producer taking the table over fences it first (producer/publish/takeover.py).
     owner: str | None = None
     # The data topic's Kafka id when the record was written: a topic deleted and created
     # again has another, and lacks the history the record speaks of. None when the record
@@ -139,7 +139,7 @@ def resync_key(topic: str) -> bytes:
 
 
 def claim_key(topic: str) -> bytes:
-    """The key of the claims producers make on the data topic (producer/takeover.py)."""
+    """The key of the claims producers make on the data topic (producer/publish/takeover.py)."""
     return record_key(topic) + CLAIM_SUFFIX
 
 

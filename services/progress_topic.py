@@ -145,7 +145,7 @@ class Progress:
 
     def read_owners(self, since: int) -> tuple[Position, Owners]:
         """read(), and who wrote the records: the last claim's producer, and the producers
-        of the records from offset since on (producer/takeover.py)."""
+        of the records from offset since on (producer/publish/takeover.py)."""
         owners = Owners(since)
         with self._reader(f"reading {self.topic}") as consumer:
             return self._read(consumer, owners), owners
