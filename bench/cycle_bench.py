@@ -33,8 +33,9 @@ from typing import Any
 from output import table
 
 from producer.encode.encode import Encoding, WireSchema
-from producer.read.cycle import PLACE, balanced_union
+from producer.read.shared import PLACE, Sharing, shared
 from producer.read.source import DeltaSource
+from producer.read.union import balanced_union
 from producer.run import APP_NAME
 from producer.settings import ProducerSettings
 from schemas.avro import key_schema, value_schema
@@ -125,6 +126,16 @@ def one_round(
     spent["cycle: their one job"] = timed(
         lambda: unions[0].coalesce(spark.sparkContext.defaultParallelism).toArrow()
     )
+    plans = [s.file_plan(h, h) for s, h in pairs]
+    if all(plan is not None for plan in plans):  # --reader files: the reads share one scan
+        reads = [(str(i), Sharing(plan, encoding)) for i, plan in enumerate(plans) if plan]
+        together: list[Any] = []
+        spent[f"cycle, shared: {n} reads of one shape as one scan, built"] = timed(
+            lambda: together.append(shared(spark, reads))
+        )
+        spent["cycle, shared: its one job"] = timed(
+            lambda: together[0].coalesce(spark.sparkContext.defaultParallelism).toArrow()
+        )
     spent[f"{n} reads, a job each"] = timed(lambda: [e.toArrow() for e in encoded])
     files = [f for g, h in zip(generators, heads, strict=True) for f in data_files(g.path, h)]
     scans = [spark.read.parquet(f) for f in files]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from producer.encode.evolution import bare
 from schemas import changes
 from schemas.avro_names import delta_name, renamed
 from services.spark_session import column
@@ -31,6 +32,10 @@ PREIMAGE = "_preimage"
 # xxhash64 of the key columns: two rows of one key left by one commit are found by sorting
 # integers, not key bytes (producer/encode/slices.py).
 KEY_HASH = "_key_hash"
+
+
+# A row's key prefix, value prefix and generation, as columns (Encoding.encode_framed).
+Framing = tuple["Column", "Column", "Column"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,21 @@ class Encoding:
             self._selects[shape] = self._select(frame)
         return frame.select(*self._selects[shape])
 
-    def _select(self, frame: DataFrame) -> list[Column]:
+    def encode_framed(self, frame: DataFrame, framing: Framing, *more: Column) -> DataFrame:
+        """encode(frame), each row framed and given its generation as framing says (rows of
+        several tables whose encodings share_key() alike: producer/read/shared.py), with
+        the columns of `more` after the encoded ones."""
+        return frame.select(*self._select(frame, framing), *more)
+
+    def share_key(self) -> str:
+        """What encodes a change's bytes, but for the schemas' ids and record names and the
+        generation: equal for two tables whose rows one select encodes alike."""
+        names = [delta_name(field) for field in self.value.schema["fields"]]
+        key, value = bare(self.key.schema), bare(self.value.schema)
+        hashed, preimage = sorted(self.hashed), self.include_preimage
+        return json.dumps([key, value, names, list(self.primary_key), preimage, hashed])
+
+    def _select(self, frame: DataFrame, framing: Framing | None = None) -> list[Column]:
         from pyspark.sql.functions import col, lit, when, xxhash64
 
         sources = hashed_columns(frame, self.hashed)
@@ -102,13 +121,21 @@ class Encoding:
         preimage = change_type == changes.UPDATE_PREIMAGE
         if not self.include_preimage:
             change_type = when(preimage, lit(changes.DELETE)).otherwise(change_type)
+        key_prefix, value_prefix = (
+            lit(bytearray(self.key.prefix)),
+            lit(bytearray(self.value.prefix)),
+        )
         generation = lit(self.generation).cast("long")
+        if framing is not None:
+            key_prefix, value_prefix, generation = framing
         filled = {**sources, changes.CHANGE_TYPE: change_type, changes.GENERATION: generation}
         value = _record(frame, value_columns, filled)
         # A NULL key cannot be encoded; it is left NULL and reported by the driver with its
         # version (producer/encode/slices.py).
-        key_bytes = when(~key_is_null, _framed(_record(frame, self.primary_key), self.key))
-        value_bytes = when(~key_is_null, _framed(value, self.value))
+        key_bytes = when(
+            ~key_is_null, _framed(_record(frame, self.primary_key), self.key, key_prefix)
+        )
+        value_bytes = when(~key_is_null, _framed(value, self.value, value_prefix))
         return [
             key_bytes.alias(KEY),
             value_bytes.alias(VALUE),
@@ -162,11 +189,11 @@ def _record(
     return record if avro_named == delta_type else record.cast(StructType.fromJson(avro_named))
 
 
-def _framed(record: Column, wire: WireSchema) -> Column:
+def _framed(record: Column, wire: WireSchema, prefix: Column) -> Column:
     from pyspark.sql.avro.functions import to_avro
-    from pyspark.sql.functions import concat, lit
+    from pyspark.sql.functions import concat
 
-    return concat(lit(bytearray(wire.prefix)), to_avro(record, json.dumps(wire.schema)))
+    return concat(prefix, to_avro(record, json.dumps(wire.schema)))
 
 
 def _order() -> Column:

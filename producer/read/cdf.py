@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from producer import metrics
 from producer.errors import VersionUnavailableError
 from producer.follow.commit_log import FILES_KEPT, CommitLog
-from producer.read.file_read import Shape, read_files, shape_of
+from producer.read.file_read import FilePlan, Shape, read_files, shape_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,6 +45,9 @@ class DirectChangeFeed:
         # commits' own files where its shape allows (producer/read/file_read.py).
         self._end: Any = None
         self._shape: Shape | None = None
+        # The last read from its files: (first, last) and its plan, which a cycle may read
+        # with other tables' in one scan (producer/read/shared.py).
+        self.planned: tuple[tuple[int, int], FilePlan] | None = None
 
     def read(self, first: int, last: int) -> DataFrame | None:
         """Changes of versions first..last; None when this Delta has no such internal API."""
@@ -94,6 +97,7 @@ class DirectChangeFeed:
         return self._option.empty()
 
     def _changes(self, first: int, last: int) -> Any:
+        self.planned = None
         none, some = self._none, self._option.apply
         if self._reader is None:
             cdc = self.spark._jvm.org.apache.spark.sql.delta.commands.cdc  # type: ignore[union-attr]
@@ -151,11 +155,15 @@ class DirectChangeFeed:
         from py4j.protocol import Py4JJavaError
 
         try:
-            return read_files(self.spark, self._log, self._shape, found, self._reader)
+            read = read_files(self.spark, self._log, self._shape, found, self._reader)
         except Py4JJavaError as exc:  # the scan was refused as planned: Delta's reader reads it
             why = str(exc.java_exception)[:300]
             metrics.event("file_read_refused", logging.WARNING, versions=[first, last], error=why)
             return None
+        if read is None:
+            return None
+        self.planned = ((first, last), read[1])
+        return read[0]
 
     def _settled(self, first: int, last: int) -> bool:
         """The last snapshot read in holds for first..last: it is older than first, and

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from producer import metrics
-from producer.encode.encode import snapshot_changes
+from producer.encode.encode import Encoding, snapshot_changes
 from producer.encode.slices import Slice, encoded_slices, sample
 from producer.encode.table_schemas import RangeSchemas, TableSchema
 from producer.follow.course import Course, Estimates, Span
 from producer.follow.plan import Chunk
 from producer.pools import FOLLOW, HISTORY, in_pool
 from producer.read.cycle import Cycle
+from producer.read.shared import Sharing
 from producer.read.source import DeltaSource
 from producer.spark_errors import reading
 from producer.steps import Waterfall
@@ -112,15 +113,18 @@ class Chunks:
         if self.cycle is not None:
             self.cycle.at_head(self, now)
 
-    def _collect(self, chunk: Chunk) -> Callable[[DataFrame], pa.Table]:
+    def _collect(self, chunk: Chunk, encoding: Encoding) -> Callable[[DataFrame], pa.Table]:
         """How chunk's encoded rows are collected: a chunk of one slice at the head in the
-        cycle, with its estimated bytes; any other in a job of its own."""
+        cycle, with its estimated bytes and, when read from its files, what lets it share
+        a scan with other tables' reads; any other in a job of its own."""
         if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
             return lambda encoded: encoded.toArrow()
         cycle = self.cycle
         rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
         nbytes = self.course.width.nbytes(rows)
-        return lambda encoded: cycle.collect(encoded, nbytes, self.handed)
+        plan = self.source.file_plan(chunk.first, chunk.last)
+        sharing = None if plan is None else Sharing(plan, encoding)
+        return lambda encoded: cycle.collect(encoded, nbytes, self.handed, sharing)
 
     def _snapshot(self, version: int) -> tuple[DataFrame, TableSchema]:
         in_pool(self.source.spark, HISTORY)
@@ -162,7 +166,8 @@ class Chunks:
     def _slices(
         self, frame: DataFrame, chunk: Chunk, head: int, began: float, start: int = 0
     ) -> Iterator[Slice]:
-        encoding, collect = self.ranges.encoding(), self._collect(chunk)
+        encoding = self.ranges.encoding()
+        collect = self._collect(chunk, encoding)
         parts = encoded_slices(frame, chunk.slices, encoding, self.table, start, collect)
         read_began = time.monotonic()
         for index, rows in enumerate(parts, start):

@@ -35,19 +35,21 @@ import pyarrow.compute as pc
 from producer import metrics
 from producer.gather import gather
 from producer.pools import FOLLOW, in_pool
+from producer.read.shared import PLACE, Sharing, shared
+from producer.read.union import balanced_union
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 GATHER_S = 0.3  # the longest a cycle waits for other tables' reads once one arrives
 QUIET_S = 0.1  # ... and the longest it waits for the next one
-PLACE = "_cycle_place"  # the column that tags each table's rows within a cycle
 
 
 @dataclass
 class _Read:
     frame: DataFrame  # encoded
     nbytes: int  # estimated size in the driver
+    sharing: Sharing | None = None  # how it may share a scan with others (producer/read/shared.py)
     rows: Future[pa.Table] = field(default_factory=Future)
 
 
@@ -75,11 +77,15 @@ class Cycle:
             self._changed.notify_all()
 
     def collect(
-        self, frame: DataFrame, nbytes: int, handed: Callable[[], None] = lambda: None
+        self,
+        frame: DataFrame,
+        nbytes: int,
+        handed: Callable[[], None] = lambda: None,
+        sharing: Sharing | None = None,
     ) -> pa.Table:
         """frame's rows, collected in the next cycle (with the other tables' reads); raises
         what reading frame raised. handed: called once the read waits for its cycle."""
-        read = _Read(frame, nbytes)
+        read = _Read(frame, nbytes, sharing)
         with self._changed:
             self._waiting.append(read)
             self._changed.notify_all()
@@ -124,14 +130,9 @@ class Cycle:
         if len(reads) == 1:
             _alone(reads[0])
             return
-        from pyspark.sql.functions import lit
-
         began = time.monotonic()
         try:
-            # A string tag: Spark's code generation keeps it out of the generated code,
-            # which is then the same for every table of one shape, and compiled once.
-            tagged = [r.frame.withColumn(PLACE, lit(str(i))) for i, r in enumerate(reads)]
-            union = balanced_union(tagged)
+            union = balanced_union(self._frames(reads))
             # Fewer, fuller tasks: a task per table costs more than its few rows.
             rows = union.coalesce(self.spark.sparkContext.defaultParallelism).toArrow()
         except Exception as exc:  # noqa: BLE001 - whose read failed is found by reading each alone
@@ -151,15 +152,32 @@ class Cycle:
         for i, read in enumerate(reads):
             read.rows.set_result(rows.filter(pc.equal(places, str(i))))
 
+    def _frames(self, reads: list[_Read]) -> list[DataFrame]:
+        """The reads' encoded rows, each tagged with its place (PLACE): those of one shape
+        from one scan, the others each from its own frame."""
+        from pyspark.sql.functions import lit
 
-def balanced_union(frames: list[DataFrame]) -> DataFrame:
-    """The union of frames, built pairwise: each union() analyses the plan it makes, so a
-    chain of them costs about the square of their number (80 reads tagged and unioned:
-    369-420 ms as a chain, 166-169 ms pairwise; bench/cycle_bench.py --tables 80)."""
-    while len(frames) > 1:
-        pairs = range(0, len(frames) - 1, 2)
-        frames = [frames[i].union(frames[i + 1]) for i in pairs] + frames[len(frames) & ~1 :]
-    return frames[0]
+        groups: dict[str, list[tuple[str, Sharing]]] = {}
+        frames, alone = [], []
+        for i, read in enumerate(reads):
+            key = read.sharing.key() if read.sharing is not None else None
+            if key is None or read.sharing is None:
+                alone.append(i)
+            else:
+                groups.setdefault(key, []).append((str(i), read.sharing))
+        for group in groups.values():
+            frame = shared(self.spark, group) if len(group) > 1 else None
+            if frame is None:
+                alone.extend(int(place) for place, _ in group)
+            else:
+                frames.append(frame)
+        # A string tag: Spark's code generation keeps it out of the generated code, which
+        # is then the same for every table of one shape, and compiled once.
+        frames += [reads[i].frame.withColumn(PLACE, lit(str(i))) for i in sorted(alone)]
+        metrics.event(
+            "cycle_scans", logging.DEBUG, shared=len(frames) - len(alone), alone=len(alone)
+        )
+        return frames
 
 
 def _alone(read: _Read) -> None:

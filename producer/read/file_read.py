@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from producer.follow.commit_files import GLOB, CommitFiles
-from producer.read.cycle import balanced_union
 from producer.read.file_tags import PARTITION_TYPES, TAG, Tag, exprs, partition_literals, tag_of
+from producer.read.union import balanced_union
 from schemas import changes
 
 if TYPE_CHECKING:
@@ -96,14 +96,28 @@ def read_files(
     shape: Shape,
     commits: Sequence[tuple[int, CommitFiles]],
     reader: Any,
-) -> DataFrame | None:
-    """The changes of commits (version, files), as Delta's reader gives them, from one
-    Parquet scan of all their files whatever the span's versions, kinds and partitions (a
-    file that the span adds and then removes is in a second scan); None where a file's
-    path, name or partition value, or a commit's time, is not what this path reads. A few
-    py4j calls a scan: the scan and two projections."""
-    from pyspark.sql import DataFrame
+) -> tuple[DataFrame, FilePlan] | None:
+    """The changes of commits (version, files), as Delta's reader gives them, and the plan
+    they were read by; None where plan_files finds none."""
+    plan = plan_files(delta_log, shape, commits, reader)
+    return None if plan is None else (read_plan(spark, plan), plan)
 
+
+@dataclass(frozen=True)
+class FilePlan:
+    """A span's files as Parquet scans: one for all, and a second for the files the span
+    adds and then removes; each scan's files by name, with what their rows are given."""
+
+    shape: Shape
+    scans: tuple[dict[str, Tag], ...]
+
+
+def plan_files(
+    delta_log: Any, shape: Shape, commits: Sequence[tuple[int, CommitFiles]], reader: Any
+) -> FilePlan | None:
+    """The scans of commits' files whatever the span's versions, kinds and partitions; None
+    where a file's path, name or partition value, or a commit's time, is not what this path
+    reads."""
     files = [(version, file) for version, found in commits for file in found.files]
     if not files or RESERVED & set(shape.columns):
         return None
@@ -122,13 +136,20 @@ def read_files(
         if tags is None:
             scans.append(tags := {})
         tags[name] = Tag(path, version, file.kind, stamps[version], literals)
-    frames = [DataFrame(_scan(spark, shape, tags), spark) for tags in scans]
+    return FilePlan(shape, tuple(scans))
+
+
+def read_plan(spark: SparkSession, plan: FilePlan) -> DataFrame:
+    """plan's rows: a few py4j calls a scan, the scan and two projections."""
+    from pyspark.sql import DataFrame
+
+    frames = [DataFrame(scan(spark, plan.shape, tags), spark) for tags in plan.scans]
     return balanced_union(frames)
 
 
-def _scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag]) -> Any:
-    """One Parquet scan of the files of tags, each row given its file's tag (a py4j
-    DataFrame). No basePath: each file's folder is its own base, so no partition is
+def scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag], *more: str) -> Any:
+    """One Parquet scan of the files of tags, each row given its file's tag, and the
+    columns of `more` (expressions of the tag: producer/read/shared.py); a py4j DataFrame. No basePath: each file's folder is its own base, so no partition is
     inferred from the folders' names (the values come from the log, as Delta's reader
     takes them)."""
     jvm: Any = spark._jvm
@@ -136,7 +157,8 @@ def _scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag]) -> Any:
     scan = session.read().schema(session.parseDataType(shape.read_schema))
     found = scan.parquet(jvm.PythonUtils.toSeq([t.path for t in tags.values()]))
     tagged = found.selectExpr(jvm.PythonUtils.toSeq(["*", tag_of(tags)]))
-    return tagged.selectExpr(jvm.PythonUtils.toSeq(exprs(shape.columns, list(tags.values()))))
+    columns = [*exprs(shape.columns, list(tags.values())), *more]
+    return tagged.selectExpr(jvm.PythonUtils.toSeq(columns))
 
 
 def _timestamps(

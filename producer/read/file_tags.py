@@ -70,14 +70,17 @@ def _casts_alike(type_name: str, value: str) -> bool:
     return bool(_NUMBER.fullmatch(value)) and -(2**bits) <= int(value) < 2**bits
 
 
+def pick(values: list[str]) -> str:
+    """The value (a SQL expression) of each row's file, values given per file in the
+    scan's order; a value of every file alike as it is."""
+    if len(set(values)) == 1:
+        return values[0]
+    return f"element_at(array({', '.join(values)}), {TAG} + 1)"
+
+
 def exprs(columns: tuple[str, ...], tags: list[Tag]) -> list[str]:
     """The table's columns and the change columns, each file's constants picked by its
     place in tags (TAG); a constant of every file alike is given as it is."""
-
-    def pick(values: list[str]) -> str:
-        if len(set(values)) == 1:
-            return values[0]
-        return f"element_at(array({', '.join(values)}), {TAG} + 1)"
 
     kind, cdc = pick([f"'{t.kind}'" for t in tags]), _quoted(changes.CHANGE_TYPE)
     kinds = {t.kind for t in tags}

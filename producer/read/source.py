@@ -13,6 +13,7 @@ from producer.follow.commit_log import CommitLog
 from producer.follow.plan import estimate_rows
 from producer.follow.probes import Probes, Waits
 from producer.read.cdf import DirectChangeFeed
+from producer.read.file_read import FilePlan
 from services.storage_errors import storage_error
 
 if TYPE_CHECKING:
@@ -159,6 +160,11 @@ class DeltaSource:
             .collect()
         )
         return {int(r[0]): estimate_rows(r[1]) for r in rows}
+
+    def file_plan(self, first: int, last: int) -> FilePlan | None:
+        """The plan the last read of first..last was read from its files by, if it was."""
+        planned = self._direct.planned if self._direct else None
+        return planned[1] if planned is not None and planned[0] == (first, last) else None
 
     def changes(self, first: int, last: int) -> DataFrame:
         """Changes of versions first..last, with the table's latest schema."""

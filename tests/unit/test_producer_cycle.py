@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from producer.read.cycle import Cycle, _Read, balanced_union
+from producer.read.cycle import Cycle, _Read
+from producer.read.union import balanced_union
 
 
 def cycle_with(*sizes: int, max_bytes: int = 100) -> tuple[Cycle, list[_Read]]:
