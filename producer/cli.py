@@ -59,13 +59,13 @@ def parser() -> argparse.ArgumentParser:
         "--poll-interval",
         dest="poll_interval_s",
         type=float,
-        help="seconds between looks at the table after a new commit (default 1)",
+        help="seconds between looks at the table after a new commit (default 0.5)",
     )
     source.add_argument(
         "--idle-poll-max",
         dest="idle_poll_max_s",
         type=float,
-        help="seconds the looks at an idle table grow to, doubling (default 5)",
+        help="seconds the looks at an idle table grow to, doubling (default 1)",
     )
     source.add_argument("--max-rows-per-chunk", type=int, help="rows per Kafka transaction")
     source.add_argument(

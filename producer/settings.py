@@ -38,7 +38,7 @@ class SourceSection(Section):
     """Stop after publishing this version (a backfill); unset: follow forever."""
     poll_interval_s: float = Field(default=0.5, gt=0)
     """Seconds between looks at the table's head after a new commit."""
-    idle_poll_max_s: float = Field(default=5.0, gt=0)
+    idle_poll_max_s: float = Field(default=1.0, gt=0)
     """While the table stays idle, the looks grow apart, the wait doubling from
     poll_interval_s up to this; a new commit sets it back. A commit to an idle table waits
     for the next look: up to this long. Set it to poll_interval_s to poll at one pace."""
