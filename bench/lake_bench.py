@@ -35,6 +35,10 @@ threads), and so are the consumer group's members, as the broker describes the g
 bench/producer_bench.py) that the producer backfills from version 0 while the N tables keep
 committing; their freshness is measured while it runs, and the backfill's rows/s is printed.
 
+--peer runs each count again through bench/peer_streaming.py, the Spark job one would write
+instead (a Structured Streaming query a table, readChangeFeed, foreachBatch into the same
+ClickHouse tables, no Kafka), on the same generator and counter; its rows say "(peer)".
+
 --resync-rows R adds a table of R changes that the producer follows from its latest version
 (nothing to backfill); when measuring starts, `cdfbridge-producer resync` re-snapshots it
 into a new generation of its topic while the N tables keep committing. Their freshness is
