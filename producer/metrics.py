@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
@@ -55,19 +54,3 @@ def serve(port: int | None) -> None:
 def event(name: str, level: int = logging.INFO, **fields: object) -> None:
     """One JSON log line: easy to grep by eye and to ship to a log store."""
     log.log(level, json.dumps({"event": name, **fields}, default=str))
-
-
-class ProgressBar:
-    """A one-line catch-up indicator on a terminal; silent in containers and CI."""
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-
-    def show(self, published: int, head: int, rows: int) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\rcatching up: version {published}/{head}, {rows:,} rows published ")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")

@@ -32,6 +32,7 @@ from producer.errors import TopicRecreatedError
 from producer.follow.probes import Probes
 from producer.lake.follow import follow
 from producer.lake.prefetch import Prefetch
+from producer.lake.progress import ProgressBar
 from producer.lake.start import check_identity, check_topic, starting_point
 from producer.lake.startup import KafkaSide, discard, kafka_side_in_thread
 from producer.pools import FOLLOW, in_pool
@@ -164,7 +165,7 @@ def _publish_all(
 ) -> None:
     """Each chunk in its transactions (producer/publish/transactions.py), its further slices pulled
     from slices as it is sent; whole: the last version published whole before the first."""
-    bar, total = metrics.ProgressBar(), 0
+    bar, total = ProgressBar(), 0
     for first in slices:
         chunk = first.chunk
         began, tally = time.monotonic(), Tally()
