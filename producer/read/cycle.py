@@ -160,11 +160,12 @@ class Cycle:
         groups: dict[str, list[tuple[str, Sharing]]] = {}
         frames, alone = [], []
         for i, read in enumerate(reads):
-            key = read.sharing.key() if read.sharing is not None else None
-            if key is None or read.sharing is None:
+            sharing = read.sharing
+            key = sharing.key() if sharing is not None else None
+            if sharing is None or key is None:
                 alone.append(i)
             else:
-                groups.setdefault(key, []).append((str(i), read.sharing))
+                groups.setdefault(key, []).append((str(i), sharing))
         for group in groups.values():
             frame = shared(self.spark, group) if len(group) > 1 else None
             if frame is None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 PLACE = "_cycle_place"  # the column that tags each table's rows within a cycle
+_INDEX = "_shared_read"  # each row's read, by its index among the scan's reads
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,6 @@ def shared(spark: SparkSession, reads: Sequence[tuple[str, Sharing]]) -> DataFra
         expr(_by_read([f"CAST({int(e.generation)} AS BIGINT)" for e in encodings])),
     )
     return encodings[0].encode_framed(frame, framing, frame[PLACE])
-
-
-_INDEX = "_shared_read"  # each row's read, by its index among the scan's reads
 
 
 def _by_read(values: list[str]) -> str:
