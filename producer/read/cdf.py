@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from producer import metrics
 from producer.errors import VersionUnavailableError
-from producer.follow.commit_log import FILES_KEPT, CommitLog
+from producer.follow.commit_log import CommitLog
+from producer.follow.commits import FILES_KEPT
 from producer.read.file_read import FilePlan, Shape, read_files, shape_of
 
 if TYPE_CHECKING:
@@ -118,9 +119,11 @@ class DirectChangeFeed:
             latest = self._log.update(False, none, none)
             # Read with the schema of the range's end: a range before a type widening is
             # read with its own types (producer/read/chunks.py reads no range across a change).
+            # The latest snapshot is the end's when no commit after the range changes the
+            # table: a first read ending before the head builds no snapshot of its own.
             end = (
                 latest
-                if latest.version() == last
+                if self._holds(latest, last)
                 else self._log.getSnapshotAt(last, none, none, False)
             )
             # No commit after first changes the table: first's snapshot is end's.
@@ -165,13 +168,22 @@ class DirectChangeFeed:
         self.planned = ((first, last), read[1])
         return read[0]
 
+    def _holds(self, snapshot: Any, last: int) -> bool:
+        """snapshot's schema and protocol are version last's: it is last's, or every commit
+        after last up to it was read by the commit log, none with metaData or protocol."""
+        version = int(snapshot.version())
+        if version == last:
+            return True
+        return self.commits is not None and self.commits.settled(last + 1, version)
+
     def _settled(self, first: int, last: int) -> bool:
-        """The last snapshot read in holds for first..last: it is older than first, and
-        every commit since it was read by the commit log, none with metaData or protocol."""
+        """The last snapshot read in holds for first..last: the commit log read every
+        commit between it and the range, and in the range after first, none with metaData
+        or protocol (it may be older than the range, or the head a first read was read in)."""
         if self._end is None or self.commits is None:
             return False
         version = int(self._end.version())
-        return version < first and self.commits.settled(version + 1, last)
+        return self.commits.settled(min(version, first) + 1, max(version, last))
 
     def _call(self, call: Callable[[], Any]) -> Any:
         """call() through py4j; None once this Delta turns out not to have what it uses."""

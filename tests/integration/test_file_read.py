@@ -122,11 +122,14 @@ def both_ways(
     """first..last read by Delta's reader and by the file read, and whether the files were
     read. Each source first reads version 0, as a follow's later reads find the snapshot
     of one before; fresh: the file read's is a source that read nothing before (a start's
-    first read, no cached state)."""
+    first read, no cached state), but the commit files from first to the head, as a
+    start's first poll reads them."""
     delta, files = DeltaSource(spark, path, False), DeltaSource(spark, path)
     for source in (delta,) if fresh else (delta, files):
         source.row_estimates(0, last, last)  # as a start does: the commit files read
         source.changes(0, 0)
+    if fresh:
+        files.head(first - 1)
     before = _file_reads()
     read = files.changes(first, last)
     return delta.changes(first, last), read, _file_reads() > before
@@ -137,12 +140,17 @@ def scans(frame: Any) -> int:
     return str(frame._jdf.queryExecution().executedPlan().toString()).count("FileScan parquet")
 
 
-def assert_same(spark: Any, path: str, by_delta: Any, by_files: Any) -> None:
-    """Equal rows, and equal key and value bytes once encoded as the producer does."""
+def assert_same(
+    spark: Any, path: str, by_delta: Any, by_files: Any, version: int | None = None
+) -> None:
+    """Equal rows, and equal key and value bytes once encoded as the producer does, with
+    the schema at version (else the latest)."""
     assert [f.name for f in by_files.schema] == [f.name for f in by_delta.schema]
     assert [f.dataType for f in by_files.schema] == [f.dataType for f in by_delta.schema]
     assert _sorted(by_files) == _sorted(by_delta)
-    schema = spark.read.format("delta").load(path).schema.jsonValue()
+    reader = spark.read.format("delta")
+    at = reader if version is None else reader.option("versionAsOf", version)
+    schema = at.load(path).schema.jsonValue()
     key, value = key_schema(schema, ["id"], "t"), value_schema(schema, "t", ["id"])
     encoding = Encoding(WireSchema(key, 1), WireSchema(value, 2), ["id"], include_preimage=True)
     assert _sorted(encoding.encode(by_files).select(KEY, VALUE)) == _sorted(
@@ -173,6 +181,24 @@ def test_every_kind_of_commit_reads_the_same_from_its_files(
     assert kinds == {"insert", "delete", "update_preimage", "update_postimage"}
     assert scans(both_ways(spark, path, 1, 6)[1]) == 1  # every version, kind and partition
     assert scans(both_ways(spark, path, 1, 9)[1]) == 2  # and the files 7 removes, added before
+
+
+def test_a_first_read_before_a_later_schema_change_keeps_its_own_schema(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A start's first read that ends before the head is read in the head's snapshot only
+    when no commit after it changes the table: with a column added after it, in its own."""
+    path = str(tmp_path / "t")
+    make(spark, path, False, ", delta.enableDeletionVectors = false")
+    history(spark, path, False)
+    spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (added STRING)")  # 12
+    spark.sql(f"INSERT INTO delta.`{path}` (id, name, added) VALUES (20, 'late', 'x')")  # 13
+
+    for first, last in [(1, 9), (8, 8), (12, 13), (13, 13)]:
+        by_delta, by_files, from_files = both_ways(spark, path, first, last, fresh=True)
+        assert from_files, (first, last)
+        assert ("added" in by_files.columns) == (last >= 12), (first, last)
+        assert_same(spark, path, by_delta, by_files, last)
 
 
 def test_a_span_of_a_hundred_versions_is_one_scan_and_reads_the_same(

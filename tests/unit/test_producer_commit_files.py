@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from producer.follow.commit_files import MAX_FILES, ChangeFile, commit_files
-from producer.follow.commit_log import FILES_KEPT, Commit, Commits
+from producer.follow.commits import FILES_KEPT, Commit, Commits
 from producer.read.file_read import _absolute
 from producer.read.file_tags import TAG, Tag, _casts_alike, exprs, partition_literals
 
@@ -75,6 +75,14 @@ def test_files_are_kept_for_the_newest_commits_only() -> None:
     assert commits.files(FILES_KEPT + 1, FILES_KEPT + 1) == [(FILES_KEPT + 1, files)]
     assert commits.files(0, 1) is None
     assert commits.files(FILES_KEPT + 1, FILES_KEPT + 2) is None  # not read yet
+    assert 0 in commits and 2 in commits  # still known, only their files let go
+
+    commits.forget_dropped(0, 0)  # a read of version 0: it is read again
+    assert 0 not in commits and 1 in commits and commits.files(2, 2) == [(2, files)]
+    commits.add(Commit(0, 1, False, None, files))
+    assert commits.files(0, 0) == [(0, files)]
+    commits.forget_dropped(0, 1)
+    assert 0 in commits and 1 not in commits
 
 
 def test_a_path_is_resolved_as_delta_resolves_it() -> None:

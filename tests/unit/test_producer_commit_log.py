@@ -3,7 +3,7 @@ can be read with the schema already known."""
 
 import json
 
-from producer.follow.commit_log import KEPT, Commit, Commits, parsed
+from producer.follow.commits import KEPT, Commit, Commits, parsed
 from producer.lake.follow import Idle
 
 
