@@ -16,8 +16,9 @@ import pyarrow as pa
 from confluent_kafka import KafkaError
 
 from producer.errors import MessageTooLargeError, client_limit, topic_limit
+from producer.publish.handed import Chunk
 from producer.publish.kafka_errors import fatal, kafka_failure
-from producer.publish.sends import Chunk, Refused
+from producer.publish.refusals import Refused
 from producer.publish.takeover import BACKLOG, take_over
 from producer.publish.transactor import Transactor
 from schemas.errors import CdfBridgeError

@@ -1,5 +1,5 @@
-"""A chunk as it is handed to a transaction (producer/publish/transactor.py), the messages it is
-sent as, and what Kafka answers when it refuses one.
+"""The messages a chunk handed to a transaction (producer/publish/handed.py) is sent as, by the
+transaction's Kafka producer (producer/publish/transactor.py).
 
 Each change is one message keyed by its primary key; with tombstones, a delete is followed
 by a tombstone of its key that carries the delete in a header (schemas/README.md).
@@ -7,52 +7,17 @@ by a tombstone of its key that carries the delete in a header (schemas/README.md
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from producer.encode.encode import IS_DELETE, KEY, ORDER, VALUE
+from producer.publish.handed import Chunk
 from producer.publish.kafka_errors import error_of
+from producer.publish.refusals import ChunksRefused, Refused
 from schemas.naming import DELETE_HEADER
 from services.settings import KafkaConfig
 
 TRANSACTION_TIMEOUT_MS = 600_000
-
-
-class Refused(Exception):  # noqa: N818 - a result handed back, named by producer/publish/publish.py
-    """Kafka's answer to one chunk: its error, and the message it names when one does (a
-    message too large: its key, its version when the client refused it, its size)."""
-
-    def __init__(
-        self,
-        error: KafkaError,
-        key: bytes | None = None,
-        version: str | None = None,
-        size: int | None = None,
-    ) -> None:
-        super().__init__(error.str())
-        self.error, self.key, self.version, self.size = error, key, version, size
-
-
-class ChunksRefused(Exception):  # noqa: N818 - the transactor's control flow
-    """Chunks to take out of a transaction, each with Kafka's refusal."""
-
-    def __init__(self, refused: dict[Chunk, Refused]) -> None:
-        super().__init__(f"{len(refused)} chunks refused")
-        self.refused = refused
-
-
-@dataclass(eq=False)
-class Chunk:
-    """One table's chunk (or slice of one), as handed to a transaction."""
-
-    topic: str
-    batches: list[pa.RecordBatch]
-    progress: tuple[str, bytes, bytes]  # the progress record: topic, value, key
-    tombstones: bool = False
-    rows: Future[int] = field(default_factory=Future)
 
 
 def producer_config(

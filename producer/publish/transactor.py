@@ -25,8 +25,10 @@ from collections import deque
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from producer.gather import gather
+from producer.publish.handed import Chunk
 from producer.publish.kafka_errors import error_of, fatal, kafka_failure
-from producer.publish.sends import Chunk, ChunksRefused, Refused, produce, producer_config, send
+from producer.publish.refusals import ChunksRefused, Refused
+from producer.publish.sends import produce, producer_config, send
 from services.kafka_errors import build, passing
 from services.progress_topic import PROGRESS_PARTITION
 from services.retry import retrying

@@ -7,7 +7,7 @@ from confluent_kafka import KafkaError
 from producer.errors import FencedError, KafkaFatalError
 from producer.publish.kafka_errors import kafka_failure
 from producer.publish.publish import Publisher
-from producer.publish.sends import Refused
+from producer.publish.refusals import Refused
 from services.service_errors import KafkaRefusedError, KafkaUnavailableError, client_failure
 
 E = KafkaError

@@ -8,7 +8,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from producer.errors import FencedError
-from producer.publish.sends import Chunk, send
+from producer.publish.handed import Chunk
+from producer.publish.sends import send
 from producer.publish.transactor import Transactor
 from services.service_errors import KafkaRefusedError, UnreachableError
 
