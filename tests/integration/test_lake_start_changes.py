@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from producer.run import run
 from tests.conftest import unique
@@ -70,6 +71,7 @@ def test_tables_that_change_schema_or_protocol_while_the_lake_starts_publish_eve
             raised.append(exc)
 
     producer = threading.Thread(target=again, name="lake-again")
+    before = _reads("delta")
     producer.start()
     for name, (path, _) in tables.items():  # while the tables start, one after another
         for statement in sql.get(name, plain):
@@ -83,3 +85,9 @@ def test_tables_that_change_schema_or_protocol_while_the_lake_starts_publish_eve
         assert sum(seen.values()) == _changes(spark, path, lasts[name]), name  # none missing
     notes = {r.value.get("note") for r in read_topic(endpoints, topics["a"]) if r.value}
     assert "late" in notes
+    assert _reads("delta") > before  # the deletion vector's commit, by Delta's reader
+
+
+def _reads(reader: str) -> float:
+    found = REGISTRY.get_sample_value("cdfbridge_producer_change_reads_total", {"reader": reader})
+    return found or 0.0
