@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from services.class_archive import JAVA_OPTIONS
 from services.spark_session import SMALL_MACHINE_CONF
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -15,6 +16,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 # settings as JSON once it has run a job on the cluster's executor.
 SESSION = """
 import json, sys
+from services.class_archive import JAVA_OPTIONS
 from services.spark_session import SMALL_MACHINE_CONF, SparkSection, session_for
 from services.storage import StorageSettings
 
@@ -24,6 +26,9 @@ try:
     assert spark.range(10).count() == 10  # the executor answers
     conf = spark.sparkContext.getConf()
     found = {key: conf.get(key) for key in SMALL_MACHINE_CONF if conf.contains(key)}
+    # PySpark's own JVM options (and the class archive's) are there whatever the master.
+    options = found.pop(JAVA_OPTIONS, "")
+    found |= {JAVA_OPTIONS: options} if SMALL_MACHINE_CONF[JAVA_OPTIONS] in options else {}
     print(json.dumps({"set": found, "timezone": spark.conf.get("spark.sql.session.timeZone")}))
 finally:
     spark.stop()
@@ -47,5 +52,8 @@ def test_a_session_on_a_standalone_cluster_keeps_sparks_own_defaults(spark_clust
 
 def test_a_session_in_the_process_is_sized_for_a_small_machine(spark: object) -> None:
     conf = spark.sparkContext.getConf()  # type: ignore[attr-defined]
+    settings = {key: conf.get(key) for key in SMALL_MACHINE_CONF}
+    options = settings.pop(JAVA_OPTIONS)  # with PySpark's own and the class archive's
 
-    assert {key: conf.get(key) for key in SMALL_MACHINE_CONF} == SMALL_MACHINE_CONF
+    assert settings == {k: v for k, v in SMALL_MACHINE_CONF.items() if k != JAVA_OPTIONS}
+    assert SMALL_MACHINE_CONF[JAVA_OPTIONS] in options

@@ -22,6 +22,7 @@ from services.class_archive import (
     with_archive,
 )
 from services.retry import _backoff
+from services.spark_session import java_options
 
 
 @pytest.fixture
@@ -122,3 +123,10 @@ def test_a_wait_for_another_stage_is_polled_every_second() -> None:
 
 def test_a_failing_service_backs_off_to_the_ceiling() -> None:
     assert _delay(TransientError("down"), 8) == 30.0
+
+
+def test_the_drivers_java_options_put_a_garbage_collector_of_the_users_first() -> None:
+    assert java_options("-XX:+UseSerialGC", None) == {}
+    both = java_options("-XX:+UseSerialGC", "-XX:SharedArchiveFile=a.jsa")
+    assert both == {JAVA_OPTIONS: "-XX:+UseSerialGC -XX:SharedArchiveFile=a.jsa"}
+    assert java_options("-XX:+UseSerialGC", "-XX:+UseG1GC -Xss2m") == {}  # theirs alone
