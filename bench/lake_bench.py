@@ -73,7 +73,7 @@ from stack.generate import Generator
 
 IDLE_COMMITS = 3  # commits each table takes with --idle, before measuring
 # ... and how long after the last is published: each table's first poll that finds nothing
-# loads its whole log once (producer/lake/follow.py _Idle), which is not what idling costs.
+# loads its whole log once (producer/follow/idle.py Idle), which is not what idling costs.
 IDLE_SETTLE_S = 30.0
 
 

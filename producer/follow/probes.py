@@ -3,7 +3,7 @@ system for every table whose look is due, instead of a py4j `exists` call per ta
 (producer/follow/commit_log.py).
 
 A table with nothing new asks for a look at its next commit file after its idle wait
-(producer/lake/follow.py Idle) and sleeps until the look is done. The process's one Probes thread
+(producer/follow/idle.py) and sleeps until the look is done. The process's one Probes thread
 wakes at the first look due (and every TICK_S while tables wait, to see which are told to
 stop); it takes the looks that are due, and those of tables told to stop, and:
 
@@ -51,7 +51,7 @@ class Probe:
 
 
 class Waits(Protocol):
-    """An idle table's waits between looks (producer/lake/follow.py Idle)."""
+    """An idle table's waits between looks (producer/follow/idle.py Idle)."""
 
     def next_wait_s(self) -> float:
         """The wait before the next look."""

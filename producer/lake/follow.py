@@ -3,8 +3,8 @@
     poll    the commit files after the last published      DeltaSource.head (producer/
                                                            commit_log.py), now and then
                                                            DeltaSource.latest_version;
-                                                           while idle, DeltaSource.wait,
-                                                           grouped (producer/follow/probes.py)
+                                                           while idle, wait_for_change
+                                                           (producer/follow/idle.py), grouped
     plan    the unpublished versions into chunks           Course (producer/follow/course.py), from
                                                            the commits' row estimates
     read    a chunk's changes, its schema checked first    DeltaSource.changes, RangeSchemas
@@ -22,7 +22,6 @@ slices are in the driver however long the backlog is.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 from producer.encode.registry import TopicSchemas
@@ -30,6 +29,7 @@ from producer.encode.slices import Slice
 from producer.encode.table_schemas import RangeSchemas
 from producer.errors import LogReplacedError, TableRecreatedError
 from producer.follow.course import Course, RowWidth, spans
+from producer.follow.idle import Idle, wait_for_change
 from producer.follow.probes import Probes
 from producer.read.chunks import Chunks
 from producer.read.cycle import Cycle
@@ -74,7 +74,7 @@ def follow(
 
     def wait() -> bool:  # for the table to change; True: stop
         ready()
-        return source.wait(course.next_version - 1, idle, stop, probes)
+        return wait_for_change(source.commits, course.next_version - 1, idle, stop, probes)
 
     def head() -> int:  # poll: the commit files after the last published, now and then the log
         published = course.next_version - 1
@@ -110,44 +110,3 @@ def _readied(slices: Iterator[Slice], ready: Callable[[], None]) -> Iterator[Sli
     for piece in slices:
         ready()
         yield piece
-
-
-class Idle:
-    """An idle table's polls, which grow apart while it stays idle: the wait doubles from
-    poll_interval_s up to idle_poll_max_s, and a new commit sets it back. A lake of idle
-    tables then costs few calls, and a table that commits often is polled as set.
-
-    Its log is loaded whole (DeltaSource.latest_version) at the first poll that finds no
-    commit file (the next one may be gone while later ones are there: the log cleaned up
-    behind a checkpoint), then once every LOG_CHECK_S while none is found. Only that finds a
-    table created again whose log has not reached the next version yet."""
-
-    LOG_CHECK_S = 60.0
-
-    def __init__(
-        self, poll_interval_s: float, max_s: float, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.first_s, self.max_s = poll_interval_s, max(max_s, poll_interval_s)
-        self.wait_s, self.clock = poll_interval_s, clock
-        self.checked: float | None = None  # when the log was last loaded, or a commit found
-
-    def check_log(self, found: bool) -> bool:
-        """Whether to load the log whole after a poll that found (or not) new commits."""
-        now = self.clock()
-        if found:
-            self.wait_s, self.checked = self.first_s, now
-            return False
-        if self.checked is None or now - self.checked >= self.LOG_CHECK_S:
-            self.checked = now
-            return True
-        return False
-
-    def next_wait_s(self) -> float:
-        """The wait before the next poll; the one after is longer, up to max_s."""
-        wait, self.wait_s = self.wait_s, min(self.wait_s * 2, self.max_s)
-        return wait
-
-    def wake_by(self) -> float:
-        """When the table polls itself however grouped looks go on (producer/follow/probes.py):
-        its next load of the whole log."""
-        return self.clock() if self.checked is None else self.checked + self.LOG_CHECK_S

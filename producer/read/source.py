@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.follow.commit_log import CommitLog
 from producer.follow.plan import estimate_rows
-from producer.follow.probes import Probes, Waits
 from producer.read.cdf import DirectChangeFeed
 from producer.read.file_read import FilePlan
 from services.storage_errors import storage_error
@@ -69,30 +67,17 @@ class DeltaSource:
     def head(self, after: int) -> int:
         """The table's latest version, known to be at least `after`: for a path table, from
         the commit files that follow it (producer/follow/commit_log.py), else latest_version()."""
-        commits = self._commits
+        commits = self.commits
         return commits.newest(after) if commits is not None else self.latest_version()
-
-    def wait(self, after: int, waits: Waits, stop: threading.Event, probes: Probes | None) -> bool:
-        """Wait waits' next wait for the table to change after version `after`; True: stop
-        was set. A path table's next commit file is then looked at with the other tables'
-        (probes), again after each next wait while it is not there, and its next head()
-        takes the answer."""
-        wait_s, commits = waits.next_wait_s(), self._commits
-        if commits is None or probes is None or (probe := commits.probe(after)) is None:
-            return stop.wait(wait_s)
-        found = probes.look(probe, wait_s, stop, waits)
-        if found is not None:
-            commits.looked(probe.version, found)
-        return stop.is_set()
 
     def settled(self, first: int, last: int) -> bool:
         """No commit first..last carries metaData or protocol, as the commit log read them;
         False when it did not read them all (or the table has no commit log)."""
-        commits = self._commits
+        commits = self.commits
         return commits is not None and commits.settled(first, last)
 
     @property
-    def _commits(self) -> CommitLog | None:
+    def commits(self) -> CommitLog | None:
         """The commit log of a path table whose Delta has the internals it reads."""
         return self._direct.commits if self._direct else None
 
@@ -142,7 +127,7 @@ class DeltaSource:
         few versions, read from their commit files (producer/read/cdf.py)."""
         from pyspark.sql.functions import col
 
-        commits, few = self._commits, last - first < COMMIT_FILES_READ
+        commits, few = self.commits, last - first < COMMIT_FILES_READ
         if commits is not None and few:
             commits.read_back(first, last)  # a start's: they tell schema changes too
         known = commits.estimates(first, last) if commits is not None else None

@@ -124,7 +124,7 @@ def test_a_path_a_pattern_would_read_is_looked_at_alone(spark: Any, tmp_path: Pa
 
 
 class Waits:
-    """An idle table's waits (producer/lake/follow.py Idle): 0.2 s apart, until wake_by."""
+    """An idle table's waits (producer/follow/idle.py Idle): 0.2 s apart, until wake_by."""
 
     def __init__(self, wake_in_s: float) -> None:
         self.until = time.monotonic() + wake_in_s

@@ -15,7 +15,7 @@ import pytest
 
 from producer.errors import LogReplacedError, TableRecreatedError, TopicClaimedError
 from producer.follow.commit_log import CommitLog
-from producer.lake.follow import Idle
+from producer.follow.idle import Idle
 from producer.resync import resync_command as resync
 from producer.run import run
 from services.progress_topic import Progress

@@ -4,7 +4,7 @@ can be read with the schema already known."""
 import json
 
 from producer.follow.commits import KEPT, Commit, Commits, parsed
-from producer.lake.follow import Idle
+from producer.follow.idle import Idle
 
 
 def commit_file(*actions: dict[str, object]) -> str:
