@@ -37,7 +37,7 @@ SESSION_CONF = {
 SMALL_MACHINE_CONF = {
     "spark.driver.memory": "1g",
     # A heap that grows with the live set (G1 kept 700 MB for 300 MB live): docs/performance.md
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+    JAVA_OPTIONS: "-XX:+UseSerialGC",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",

@@ -27,27 +27,26 @@ class Commits:
 
     def __init__(self) -> None:
         self._by_version: dict[int, Commit] = {}
-        self._dropped: set[int] = set()  # commits whose files were let go, FILES_KEPT back
 
     def __contains__(self, version: int) -> bool:
         return version in self._by_version
 
     def add(self, commit: Commit) -> None:
         self._by_version[commit.version] = commit
-        self._dropped.discard(commit.version)
         for version in [v for v in self._by_version if v < commit.version - KEPT]:
             del self._by_version[version]
-            self._dropped.discard(version)
         older = self._by_version.get(commit.version - FILES_KEPT)
         if older is not None and older.files is not None:
             self._by_version[older.version] = replace(older, files=None)
-            self._dropped.add(older.version)
 
     def forget_dropped(self, first: int, last: int) -> None:
-        """Forget the commits of first..last whose files were let go, to be read again."""
-        for version in [v for v in self._dropped if first <= v <= last]:
-            del self._by_version[version]
-            self._dropped.discard(version)
+        """Forget the commits of first..last whose files were let go (FILES_KEPT behind the
+        newest, or that Delta's reader reads anyway), to be read again."""
+        newest = max(self._by_version, default=-1)
+        for version in range(max(first, 0), min(last, newest - FILES_KEPT) + 1):
+            commit = self._by_version.get(version)
+            if commit is not None and commit.files is None:
+                del self._by_version[version]
 
     def files(self, first: int, last: int) -> list[tuple[int, CommitFiles]] | None:
         """(version, its files) for first..last, if every commit was read and its files

@@ -123,7 +123,7 @@ class DirectChangeFeed:
             # table: a first read ending before the head builds no snapshot of its own.
             end = (
                 latest
-                if self._holds(latest, last)
+                if self._holds(int(latest.version()), last, last)
                 else self._log.getSnapshotAt(last, none, none, False)
             )
             # No commit after first changes the table: first's snapshot is end's.
@@ -168,22 +168,18 @@ class DirectChangeFeed:
         self.planned = ((first, last), read[1])
         return read[0]
 
-    def _holds(self, snapshot: Any, last: int) -> bool:
-        """snapshot's schema and protocol are version last's: it is last's, or every commit
-        after last up to it was read by the commit log, none with metaData or protocol."""
-        version = int(snapshot.version())
-        if version == last:
-            return True
-        return self.commits is not None and self.commits.settled(last + 1, version)
+    def _holds(self, version: int, first: int, last: int) -> bool:
+        """The snapshot at version has the schema and protocol of first..last: the commit
+        log read every commit between it and the range, and in the range after first, none
+        with metaData or protocol (it may be older than the range, or the head's)."""
+        low, high = min(version, first) + 1, max(version, last)
+        return low > high or (self.commits is not None and self.commits.settled(low, high))
 
     def _settled(self, first: int, last: int) -> bool:
-        """The last snapshot read in holds for first..last: the commit log read every
-        commit between it and the range, and in the range after first, none with metaData
-        or protocol (it may be older than the range, or the head a first read was read in)."""
+        """The last snapshot read in holds for first..last."""
         if self._end is None or self.commits is None:
             return False
-        version = int(self._end.version())
-        return self.commits.settled(min(version, first) + 1, max(version, last))
+        return self._holds(int(self._end.version()), first, last)
 
     def _call(self, call: Callable[[], Any]) -> Any:
         """call() through py4j; None once this Delta turns out not to have what it uses."""
