@@ -5,7 +5,7 @@
 N Delta tables as lake_bench writes them (the demo generator's shape, delta-rs, no
 checksum files) each take --commits commits of 1,000 inserts. In one warm Spark session,
 each table's start is the producer's Delta-side steps, in order:
-- log: DeltaSource (DeltaTable.forPath, the commit log opened);
+- log: DeltaSource (the head loaded by Kernel, the commit log opened);
 - cdf_check: the Change Data Feed property, from the loaded snapshot;
 - latest: the latest version (the column policy's check);
 - schema: the schema at that version (RangeSchemas);

@@ -35,35 +35,69 @@ from typing import TYPE_CHECKING, Any
 
 from producer.errors import LogReplacedError
 from producer.follow.commits import Commits, parsed
+from producer.follow.log_state import LogFiles, delta_log_files
 from producer.follow.probes import UNGROUPED, Probe
+from services.spark_errors import java_classes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
 class CommitLog(Commits):
-    """The commit files of the table whose DeltaLog (a py4j handle) is delta_log."""
+    """The commit files of the table whose log is `files`, loaded at `version` with Delta
+    id `table_id` (producer/follow/log_state.py)."""
 
-    def __init__(self, spark: SparkSession, delta_log: Any) -> None:
+    def __init__(self, spark: SparkSession, files: LogFiles, table_id: str, version: int) -> None:
         super().__init__()
-        # The followed table: its id as loaded, and the commit file last known to be its.
-        snapshot = delta_log.unsafeVolatileSnapshot()
-        self.table_id = str(snapshot.metadata().id())
+        self.table_id = table_id  # the followed table's id as loaded
+        self.log = files
         self._path_of: Any = spark._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
-        self._conf = delta_log.newDeltaHadoopConf()
-        self._dir = delta_log.logPath()
-        self._fs = self._dir.getFileSystem(self._conf)
-        self._store = delta_log.store()
+        self._conf, self._dir, self._fs, self._store = (
+            files.conf,
+            files.log_dir,
+            files.fs,
+            files.store,
+        )
         self._probe: tuple[int, Any] | None = None  # the next version and its file's path
         self._looked: tuple[int, bool] | None = None  # a grouped look's answer, not used yet
         instance = spark._jvm.java.lang.System.identityHashCode(self._fs)  # type: ignore[union-attr]
         self._group = f"{self._fs.getUri()} {instance}"  # its file system, for grouped looks
         self._dir_path = str(self._dir.toUri().getPath()).rstrip("/")  # ... and its folder
         # (version, its commit file) last known to be the followed table's: at first the
-        # loaded snapshot's, as the file system tells now (a listing and a look at one file
+        # loaded one's, as the file system tells now (a listing and a look at one file
         # may round times differently on object stores).
-        version = int(snapshot.version())
         self._known: tuple[int, tuple[int, int] | None] = (version, self._identity(version))
+
+    @classmethod
+    def of(cls, spark: SparkSession, delta_log: Any) -> CommitLog:
+        """The commit log of a loaded DeltaLog (a py4j handle), from its snapshot."""
+        snapshot = delta_log.unsafeVolatileSnapshot()
+        table_id, version = str(snapshot.metadata().id()), int(snapshot.version())
+        return cls(spark, delta_log_files(delta_log), table_id, version)
+
+    def latest(self) -> int:
+        """The table's newest version, as Delta's log update finds it: the last commit file
+        listed from the last known version's on (from the log's start where none is: a log
+        written again may be shorter). A gap is left to the read, which refuses it."""
+        versions = self._listed(self._known[0]) or self._listed(0)
+        return versions[-1] if versions else -1  # no log: as Delta's update says, none yet
+
+    def _listed(self, start: int) -> list[int]:
+        """The versions of the commit files listed from start's on (none: no log folder)."""
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            found = self._store.listFrom(self._file(start), self._conf)
+        except Py4JJavaError as exc:
+            if "java.io.FileNotFoundException" in java_classes(exc):
+                return []
+            raise
+        versions = []
+        while found.hasNext():
+            name = str(found.next().getPath().getName())
+            if len(name) == 25 and name.endswith(".json") and name[:20].isdigit():
+                versions.append(int(name[:20]))
+        return sorted(versions)
 
     def newest(self, after: int) -> int:
         """The last version of the run of commit files that follows version `after`

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from producer.follow.commit_files import GLOB, CommitFiles
+from producer.follow.log_state import LogFiles
 from producer.read.file_tags import PARTITION_TYPES, TAG, Tag, exprs, partition_literals, tag_of
 from producer.read.union import balanced_union
 from schemas import changes
@@ -65,13 +66,17 @@ class Shape:
     read_schema: str  # what every file is read in: the columns, then the change columns (JSON)
 
 
-def shape_of(snapshot: Any) -> Shape | None:
-    """The snapshot's shape, if its features and schema may be read from the files."""
+def actions_of(snapshot: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Delta snapshot's (a py4j handle) protocol and metaData actions, as in its log."""
     protocol = json.loads(str(snapshot.protocol().json()))["protocol"]
-    features = set(protocol.get("readerFeatures", [])) | set(protocol.get("writerFeatures", []))
-    metadata = json.loads(str(snapshot.metadata().json()))["metaData"]
+    return protocol, json.loads(str(snapshot.metadata().json()))["metaData"]
+
+
+def shape_of(protocol: dict[str, Any], metadata: dict[str, Any]) -> Shape | None:
+    """The table's shape, if its features and schema may be read from the files."""
+    features = set(protocol.get("readerFeatures") or []) | set(protocol.get("writerFeatures") or [])
     text = metadata["schemaString"]
-    mapped = metadata.get("configuration", {}).get("delta.columnMapping.mode", "none")
+    mapped = (metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
     if features - FEATURES or protocol["minReaderVersion"] > 3 or mapped != "none":
         return None
     if any(mark in text for mark in SCHEMA_MARKS):
@@ -91,15 +96,11 @@ def shape_of(snapshot: Any) -> Shape | None:
 
 
 def read_files(
-    spark: SparkSession,
-    delta_log: Any,
-    shape: Shape,
-    commits: Sequence[tuple[int, CommitFiles]],
-    reader: Any,
+    spark: SparkSession, log: LogFiles, shape: Shape, commits: Sequence[tuple[int, CommitFiles]]
 ) -> tuple[DataFrame, FilePlan] | None:
     """The changes of commits (version, files), as Delta's reader gives them, and the plan
     they were read by; None where plan_files finds none."""
-    plan = plan_files(delta_log, shape, commits, reader)
+    plan = plan_files(spark, log, shape, commits)
     return None if plan is None else (read_plan(spark, plan), plan)
 
 
@@ -113,7 +114,7 @@ class FilePlan:
 
 
 def plan_files(
-    delta_log: Any, shape: Shape, commits: Sequence[tuple[int, CommitFiles]], reader: Any
+    spark: SparkSession, log: LogFiles, shape: Shape, commits: Sequence[tuple[int, CommitFiles]]
 ) -> FilePlan | None:
     """The scans of commits' files whatever the span's versions, kinds and partitions; None
     where a file's path, name or partition value, or a commit's time, is not what this path
@@ -121,10 +122,10 @@ def plan_files(
     files = [(version, file) for version, found in commits for file in found.files]
     if not files or RESERVED & set(shape.columns):
         return None
-    stamps = _timestamps(delta_log, commits, reader)
+    stamps = _timestamps(spark, log, commits)
     if stamps is None:
         return None
-    root = str(delta_log.dataPath().toString())
+    root = log.root
     scans: list[dict[str, Tag]] = []  # each: a file's name, what its rows are tagged with
     for version, file in files:
         path = _absolute(root, file.path)
@@ -162,16 +163,35 @@ def scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag], *more: str) ->
 
 
 def _timestamps(
-    delta_log: Any, commits: Sequence[tuple[int, CommitFiles]], reader: Any
+    spark: SparkSession, log: LogFiles, commits: Sequence[tuple[int, CommitFiles]]
 ) -> dict[int, int] | None:
-    """Each commit's time in ms, as Delta's reader stamps its rows."""
+    """Each commit's time in ms, as Delta's reader stamps its rows: its in-commit timestamp,
+    else its commit file's time made monotonic from up to POTENTIALLY_UNMONOTONIZED_TIMESTAMPS
+    commits before (what CDCReader.getNonICTTimestampsByVersion does, from the log's files)."""
     stamps = {v: f.in_commit_timestamp for v, f in commits}
     missing = [v for v, stamp in stamps.items() if stamp is None]
     if missing:
-        found = reader.getNonICTTimestampsByVersion(delta_log, min(missing), max(missing))
+        low = min(missing)
+        jvm: Any = spark._jvm
+        history = getattr(
+            getattr(jvm.org.apache.spark.sql.delta, "DeltaHistoryManager$"), "MODULE$"
+        )
+        since = max(low - int(history.POTENTIALLY_UNMONOTONIZED_TIMESTAMPS()), 0)
+        # To the log's end (py4j hands a small number to Option[Long] as an Integer): the
+        # later commits change no earlier one's time, which only looks back.
+        until = jvm.scala.Option.empty()
+        found = history.getCommitsWithNonIctTimestamps(
+            log.store, log.log_dir, since, until, log.conf
+        )
+        times = {}
+        for index in range(len(found) - 1, -1, -1):  # the newest first: the range is at the end
+            commit = found[index]
+            version = int(commit.version())
+            if version < low:
+                break
+            times[version] = int(commit.timestamp())
         for version in missing:
-            stamp = found.get(version)
-            stamps[version] = int(stamp.get().getTime()) if stamp.isDefined() else None
+            stamps[version] = times.get(version)
     if any(stamp is None for stamp in stamps.values()):
         return None
     return {v: int(s) for v, s in stamps.items() if s is not None}

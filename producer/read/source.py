@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.follow.commit_log import CommitLog
+from producer.follow.log_state import load_head, plain_schema
 from producer.follow.plan import estimate_rows
 from producer.read.cdf import DirectChangeFeed
 from producer.read.file_read import FilePlan
@@ -35,9 +36,25 @@ class DeltaSource:
     def __init__(self, spark: SparkSession, table: str, read_files: bool = True) -> None:
         self.spark = spark
         self.table = table
-        self._delta = self._open()
-        direct = DirectChangeFeed(spark, self._delta, read_files) if is_path(table) else None
-        self._direct = direct
+        # A path table's head as Kernel loads it, without the Spark job DeltaTable.forPath
+        # may run (producer/follow/log_state.py); None: DeltaTable loads it at once.
+        self._loaded = load_head(spark, table) if is_path(table) else None
+        self._opened: Any = None if self._loaded else self._open()
+        self._direct = (
+            DirectChangeFeed(spark, self._delta_log, read_files, self._loaded)
+            if is_path(table)
+            else None
+        )
+
+    @property
+    def _delta(self) -> Any:
+        """Delta's DeltaTable, opened on first use."""
+        if self._opened is None:
+            self._opened = self._open()
+        return self._opened
+
+    def _delta_log(self) -> Any:
+        return self._delta._jdt.deltaLog()
 
     @property
     def sql_name(self) -> str:
@@ -89,22 +106,36 @@ class DeltaSource:
 
     @property
     def table_id(self) -> str:
-        """Delta's id of the table (metaData.id), from the log as last loaded."""
-        snapshot = self._delta._jdt.deltaLog().unsafeVolatileSnapshot()
+        """Delta's id of the table (metaData.id), from the log as first loaded."""
+        if self._loaded is not None:
+            return self._loaded[1].table_id
+        snapshot = self._delta_log().unsafeVolatileSnapshot()
         return str(snapshot.metadata().id())
 
     def check_change_feed(self) -> None:
-        """ChangeFeedDisabledError unless the table's properties, in the log as loaded,
-        enable its Change Data Feed (SHOW TBLPROPERTIES would resolve the table again, and
-        detail() costs a Spark job)."""
-        snapshot = self._delta._jdt.deltaLog().unsafeVolatileSnapshot()
-        value = snapshot.metadata().configuration().get(CDF_PROPERTY)
-        if not value.isDefined() or str(value.get()).lower() != "true":
+        """ChangeFeedDisabledError unless the table's properties, in the log as first
+        loaded, enable its Change Data Feed (SHOW TBLPROPERTIES would resolve the table
+        again, and detail() costs a Spark job)."""
+        if self._loaded is not None:
+            value = self._loaded[1].configuration.get(CDF_PROPERTY)
+        else:
+            found = self._delta_log().unsafeVolatileSnapshot().metadata().configuration()
+            value = str(found.get(CDF_PROPERTY).get()) if found.contains(CDF_PROPERTY) else None
+        if value is None or value.lower() != "true":
             raise ChangeFeedDisabledError(self.table, self.sql_name)
 
     def schema_json(self, version: int) -> dict[str, Any]:
-        schema: dict[str, Any] = self._read(versionAsOf=str(version)).schema.jsonValue()
-        return schema
+        """The schema Delta reads the table at version with: the loaded head's where no
+        commit between changes the table and its columns carry no metadata Delta's read
+        would drop or change (tests/integration/test_log_state.py), else Delta's."""
+        state = self._loaded[1] if self._loaded is not None else None
+        if state is not None:
+            low, high = min(version, state.version) + 1, max(version, state.version)
+            schema = plain_schema(state) if low > high or self.settled(low, high) else None
+            if schema is not None:
+                return schema
+        found: dict[str, Any] = self._read(versionAsOf=str(version)).schema.jsonValue()
+        return found
 
     def version_at(self, timestamp: datetime) -> int:
         """The first version committed at or after timestamp (the table's latest + 1 if none)."""

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from producer.errors import VersionUnavailableError
+from producer.follow.log_state import load_head
 from producer.read.cdf import DirectChangeFeed
 from producer.spark_errors import reading
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
+KERNEL = pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "deltalog"])
 
 
 def table(spark: Any, path: str) -> Any:
@@ -33,9 +35,20 @@ def table(spark: Any, path: str) -> Any:
     return DeltaTable.forPath(spark, path)
 
 
-def test_a_range_whose_first_commit_file_is_gone_is_refused(spark: Any, tmp_path: Path) -> None:
+def feed_of(spark: Any, path: str, kernel: bool) -> DirectChangeFeed:
+    """The feed as a start opens it: its head loaded by Kernel, or its DeltaLog at once."""
+    delta = table(spark, path)
+    return DirectChangeFeed(
+        spark, lambda: delta._jdt.deltaLog(), loaded=load_head(spark, path) if kernel else None
+    )
+
+
+@KERNEL
+def test_a_range_whose_first_commit_file_is_gone_is_refused(
+    spark: Any, tmp_path: Path, kernel: bool
+) -> None:
     path = str(tmp_path / "t")
-    feed = DirectChangeFeed(spark, table(spark, path))
+    feed = feed_of(spark, path, kernel)
     os.remove(_commit_file(path, 2))  # as the cleanup would, behind the checkpoint at 3
     assert feed.commits is not None
     feed.commits.read_back(2, 6)  # as a start does: 3-6 known, none changing the table
@@ -44,9 +57,12 @@ def test_a_range_whose_first_commit_file_is_gone_is_refused(spark: Any, tmp_path
         _read(feed, path, 2, 6)
 
 
-def test_a_commit_file_cleaned_up_after_it_was_read_is_refused(spark: Any, tmp_path: Path) -> None:
+@KERNEL
+def test_a_commit_file_cleaned_up_after_it_was_read_is_refused(
+    spark: Any, tmp_path: Path, kernel: bool
+) -> None:
     path = str(tmp_path / "t")
-    feed = DirectChangeFeed(spark, table(spark, path))
+    feed = feed_of(spark, path, kernel)
     assert feed.commits is not None
     feed.commits.read_back(2, 6)  # 2 read while it was there
     os.remove(_commit_file(path, 2))
@@ -55,9 +71,10 @@ def test_a_commit_file_cleaned_up_after_it_was_read_is_refused(spark: Any, tmp_p
         _read(feed, path, 2, 6)
 
 
-def test_a_whole_range_is_read(spark: Any, tmp_path: Path) -> None:
+@KERNEL
+def test_a_whole_range_is_read(spark: Any, tmp_path: Path, kernel: bool) -> None:
     path = str(tmp_path / "t")
-    feed = DirectChangeFeed(spark, table(spark, path))
+    feed = feed_of(spark, path, kernel)
 
     rows = _read(feed, path, 2, 6)
 

@@ -32,7 +32,7 @@ class CountedProbes(Probes):
 def commit_log(spark: Any, path: str) -> CommitLog:
     from delta.tables import DeltaTable
 
-    return CommitLog(spark, DeltaTable.forPath(spark, path)._jdt.deltaLog())
+    return CommitLog.of(spark, DeltaTable.forPath(spark, path)._jdt.deltaLog())
 
 
 def next_probe(spark: Any, path: str, versions: int) -> Probe:

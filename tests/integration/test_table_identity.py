@@ -132,7 +132,7 @@ def test_a_table_created_again_between_its_load_and_the_first_look_at_its_log_is
 
     path = str(tmp_path / "orders")
     write(path, 3)  # versions 0-2, all published
-    commits = CommitLog(spark, DeltaTable.forPath(spark, path)._jdt.deltaLog())  # the load
+    commits = CommitLog.of(spark, DeltaTable.forPath(spark, path)._jdt.deltaLog())  # the load
     shutil.rmtree(path)
     write(path, 5, first_id=1000)  # another table's versions 0-4, before the first poll
 
