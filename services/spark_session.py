@@ -54,8 +54,7 @@ QUIET_LOGGERS = {
     # FAIR pools are made on first use (one per table), each with a warning that it was not
     # declared in a file: the defaults (weight 1) are what the producer wants.
     "org.apache.spark.scheduler.FairSchedulableBuilder": "ERROR",
-    # Kernel's load of a table's head (producer/follow/log_state.py) warns of every table
-    # that has no checkpoint yet that it lists its log from version 0, as it must.
+    # Kernel (producer/follow/log_state.py) warns of each table with no checkpoint yet.
     "io.delta.kernel.internal.snapshot.SnapshotManager": "ERROR",
 }
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(?:-\d+)?\.jar$")
