@@ -25,6 +25,7 @@ from producer.read.cycle import Cycle
 from producer.resync.resync import Resyncs
 from producer.settings import ProducerSettings
 from producer.steps import Waterfall, since_start_s
+from services.jvm_names import jvm_class
 from services.spark_session import session_for
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def run(
                 discard(begun.kafka)
             raise
         cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
-        probes = Probes(spark._jvm.org.apache.hadoop.fs.Path)  # type: ignore[union-attr]
+        probes = Probes(jvm_class(spark, "org.apache.hadoop.fs.Path"))
         follow_all(settings, spark, resyncs, cycle, transactions, begun, probes)
     finally:
         if probes is not None:

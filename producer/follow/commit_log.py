@@ -37,6 +37,7 @@ from producer.errors import LogReplacedError
 from producer.follow.commits import Commits, parsed
 from producer.follow.log_state import LogFiles, delta_log_files
 from producer.follow.probes import UNGROUPED, Probe
+from services.jvm_names import jvm_class
 from services.spark_errors import java_classes
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class CommitLog(Commits):
         super().__init__()
         self.table_id = table_id  # the followed table's id as loaded
         self.log = files
-        self._path_of: Any = spark._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
+        self._path_of: Any = jvm_class(spark, "org.apache.hadoop.fs.Path")
         self._conf, self._dir, self._fs, self._store = (
             files.conf,
             files.log_dir,
@@ -60,7 +61,7 @@ class CommitLog(Commits):
         )
         self._probe: tuple[int, Any] | None = None  # the next version and its file's path
         self._looked: tuple[int, bool] | None = None  # a grouped look's answer, not used yet
-        instance = spark._jvm.java.lang.System.identityHashCode(self._fs)  # type: ignore[union-attr]
+        instance = jvm_class(spark, "java.lang.System").identityHashCode(self._fs)
         self._group = f"{self._fs.getUri()} {instance}"  # its file system, for grouped looks
         self._dir_path = str(self._dir.toUri().getPath()).rstrip("/")  # ... and its folder
         # (version, its commit file) last known to be the followed table's: at first the

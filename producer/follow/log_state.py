@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from services.jvm_names import jvm_class, scala_object
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -87,13 +89,13 @@ def log_files(spark: SparkSession, table: str) -> LogFiles:
     """table's files as DeltaLog.forTable finds them: `<table>/_delta_log` qualified by its
     file system, in the session's Hadoop configuration (what a DeltaLog opened without
     options reads with), and the session's LogStore."""
-    jvm: Any = spark._jvm
     session: Any = spark._jsparkSession
     conf = session.sessionState().newHadoopConf()
-    raw = jvm.org.apache.hadoop.fs.Path(jvm.org.apache.hadoop.fs.Path(table), "_delta_log")
+    path = jvm_class(spark, "org.apache.hadoop.fs.Path")
+    raw = path(path(table), "_delta_log")
     fs = raw.getFileSystem(conf)
     log_dir = fs.makeQualified(raw)
-    store = getattr(getattr(jvm.org.apache.spark.sql.delta.storage, "LogStore$"), "MODULE$")
+    store = scala_object(spark, "org.apache.spark.sql.delta.storage.LogStore")
     store = store.apply(session)
     return LogFiles(log_dir, log_dir.getParent(), conf, fs, store)
 
@@ -104,10 +106,12 @@ def load_state(spark: SparkSession, files: LogFiles) -> LogState | None:
     or the table has a feature outside STATE_FEATURES."""
     from py4j.protocol import Py4JError
 
-    jvm: Any = spark._jvm
     try:
-        engine = jvm.io.delta.kernel.defaults.engine.DefaultEngine.create(files.conf)
-        snapshot = jvm.io.delta.kernel.TableManager.loadSnapshot(files.root).build(engine)
+        engine = jvm_class(spark, "io.delta.kernel.defaults.engine.DefaultEngine").create(
+            files.conf
+        )
+        tables = jvm_class(spark, "io.delta.kernel.TableManager")
+        snapshot = tables.loadSnapshot(files.root).build(engine)
         protocol, metadata = snapshot.getProtocol(), snapshot.getMetadata()
         features = set(protocol.getReaderAndWriterFeatures())
         state = LogState(

@@ -28,6 +28,7 @@ from producer.follow.commits import FILES_KEPT
 from producer.follow.log_state import LogFiles, LogState
 from producer.read.file_read import FilePlan, read_files
 from producer.read.read_in import ReadIn
+from services.jvm_names import jvm_class, scala_object
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,7 +51,7 @@ class DirectChangeFeed:
         self._delta_log, self._loaded = delta_log, None if loaded else delta_log()
         self.available = True
         # Looked up once: py4j resolves a dotted JVM name one segment at a time.
-        self._option: Any = spark._jvm.scala.Option  # type: ignore[union-attr]
+        self._option: Any = jvm_class(spark, "scala.Option")
         self._reader: Any = None  # Delta's CDCReader, on first use (it may be missing)
         self._history: Any = None  # DeltaHistoryManager, on first use
         self.commits: CommitLog | None = self._call(lambda: self._commit_log(loaded))
@@ -105,8 +106,9 @@ class DirectChangeFeed:
 
     def _metrics(self, files: LogFiles, version: int) -> dict[str, str] | None:
         if self._history is None:
-            delta = self.spark._jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]
-            self._history = (delta.DeltaHistoryManager, delta.util.FileNames)
+            delta = "org.apache.spark.sql.delta"
+            manager, names = f"{delta}.DeltaHistoryManager", f"{delta}.util.FileNames"
+            self._history = (jvm_class(self.spark, manager), jvm_class(self.spark, names))
         manager, names = self._history
         path = names.unsafeDeltaFile(files.log_dir, version)
         info = manager.getCommitInfoOpt(files.store, path, files.conf)
@@ -125,8 +127,8 @@ class DirectChangeFeed:
     def _changes(self, first: int, last: int) -> Any:
         self.planned = None
         if self._reader is None:
-            cdc = self.spark._jvm.org.apache.spark.sql.delta.commands.cdc  # type: ignore[union-attr]
-            self._reader = getattr(getattr(cdc, "CDCReader$"), "MODULE$")
+            cdc = "org.apache.spark.sql.delta.commands.cdc.CDCReader"
+            self._reader = scala_object(self.spark, cdc)
         if self.commits is not None and self.commits.gone(first):
             # Delta would build first's snapshot and fail without saying why, or, with the
             # later commits known, read the range from the next file there without a word.

@@ -38,6 +38,7 @@ from producer.follow.log_state import LogFiles
 from producer.read.file_tags import PARTITION_TYPES, TAG, Tag, exprs, partition_literals, tag_of
 from producer.read.union import balanced_union
 from schemas import changes
+from services.jvm_names import jvm_class, scala_object
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -153,13 +154,13 @@ def scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag], *more: str) ->
     columns of `more` (expressions of the tag: producer/read/shared.py); a py4j DataFrame. No basePath: each file's folder is its own base, so no partition is
     inferred from the folders' names (the values come from the log, as Delta's reader
     takes them)."""
-    jvm: Any = spark._jvm
+    seq = jvm_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
     session = spark._jsparkSession
     scan = session.read().schema(session.parseDataType(shape.read_schema))
-    found = scan.parquet(jvm.PythonUtils.toSeq([t.path for t in tags.values()]))
-    tagged = found.selectExpr(jvm.PythonUtils.toSeq(["*", tag_of(tags)]))
+    found = scan.parquet(seq([t.path for t in tags.values()]))
+    tagged = found.selectExpr(seq(["*", tag_of(tags)]))
     columns = [*exprs(shape.columns, list(tags.values())), *more]
-    return tagged.selectExpr(jvm.PythonUtils.toSeq(columns))
+    return tagged.selectExpr(seq(columns))
 
 
 def _timestamps(
@@ -172,14 +173,11 @@ def _timestamps(
     missing = [v for v, stamp in stamps.items() if stamp is None]
     if missing:
         low = min(missing)
-        jvm: Any = spark._jvm
-        history = getattr(
-            getattr(jvm.org.apache.spark.sql.delta, "DeltaHistoryManager$"), "MODULE$"
-        )
+        history = scala_object(spark, "org.apache.spark.sql.delta.DeltaHistoryManager")
         since = max(low - int(history.POTENTIALLY_UNMONOTONIZED_TIMESTAMPS()), 0)
         # To the log's end (py4j hands a small number to Option[Long] as an Integer): the
         # later commits change no earlier one's time, which only looks back.
-        until = jvm.scala.Option.empty()
+        until = jvm_class(spark, "scala.Option").empty()
         found = history.getCommitsWithNonIctTimestamps(
             log.store, log.log_dir, since, until, log.conf
         )

@@ -1,0 +1,28 @@
+"""JVM classes by their full names, with no lookup of the name's parts.
+
+py4j resolves `spark._jvm.org.apache.hadoop.fs.Path` one segment at a time: `org`, then
+`org.apache`, and so on, each a class lookup that fails only after searching every jar
+on the driver's class path. While a lake of 200 tables started, the driver JVM spent about
+a quarter of its samples in such lookups (a JFR recording: py4j's class loading and
+`ZipFile.getEntry`, docs/performance.md). A class named in full costs none: its static
+members and constructors are reached by that name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def jvm_class(spark: SparkSession, name: str) -> Any:
+    """The JVM class `name` (package and class, `$` for a Scala object's class)."""
+    from py4j.java_gateway import JavaClass
+
+    return JavaClass(name, spark.sparkContext._gateway._gateway_client)  # type: ignore[union-attr]
+
+
+def scala_object(spark: SparkSession, name: str) -> Any:
+    """The Scala object `name` (its companion's name, without `$`)."""
+    return getattr(jvm_class(spark, f"{name}$"), "MODULE$")
