@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from services.jvm_names import jvm_class, scala_object
+from services.storage_errors import storage_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,7 +104,8 @@ def log_files(spark: SparkSession, table: str) -> LogFiles:
 def load_state(spark: SparkSession, files: LogFiles) -> LogState | None:
     """The table's head as Kernel loads it; None where this Delta has no Kernel, Kernel
     refuses or fails to load the table (DeltaLog then loads it, and names what is wrong),
-    or the table has a feature outside STATE_FEATURES."""
+    or the table has a feature outside STATE_FEATURES. The object store's failures are
+    raised as they are."""
     from py4j.protocol import Py4JError
 
     try:
@@ -129,7 +131,9 @@ def load_state(spark: SparkSession, files: LogFiles) -> LogState | None:
                 "configuration": dict(metadata.getConfiguration()),
             },
         )
-    except Py4JError:
+    except Py4JError as exc:
+        if storage_error(exc, files.root, None) is not None:
+            raise  # the store failed: DeltaLog would only try it again (run() names it)
         return None
     return state if features <= STATE_FEATURES else None
 
