@@ -7,7 +7,8 @@ Kernel), from a Spark job over its checkpoint and commit files: with its code ge
 more than a third of the driver JVM's time while a lake of 200 tables starts (a JFR
 recording, docs/performance.md). Kernel, which ships with Delta's Spark jars, reads the same
 actions in the driver through the table's Hadoop file system, newest commit first, with no
-Spark job: about 30 ms a table against 170 ms (bench/start_bench.py).
+Spark job: 28-35 ms a table against 166 ms for DeltaTable.forPath's first load of the
+same table (docs/performance.md, "Where a start goes").
 
 So a path table is opened from these (producer/read/source.py), and its DeltaLog is loaded
 only when Delta's own reader is needed. Delta's reader stays the reference:
@@ -96,8 +97,7 @@ def log_files(spark: SparkSession, table: str) -> LogFiles:
     raw = path(path(table), "_delta_log")
     fs = raw.getFileSystem(conf)
     log_dir = fs.makeQualified(raw)
-    store = scala_object(spark, "org.apache.spark.sql.delta.storage.LogStore")
-    store = store.apply(session)
+    store = scala_object(spark, "org.apache.spark.sql.delta.storage.LogStore").apply(session)
     return LogFiles(log_dir, log_dir.getParent(), conf, fs, store)
 
 
