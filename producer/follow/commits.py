@@ -60,6 +60,13 @@ class Commits:
         found = [self._by_version.get(v) for v in range(first, last + 1)]
         return all(c is not None and not c.changes_table for c in found)
 
+    def holds(self, version: int, first: int, last: int) -> bool:
+        """The table at version has the schema and protocol of first..last: every commit
+        between it and the range, and in the range after first, was read, none with
+        metaData or protocol (version may be older than the range, or the head's)."""
+        low, high = min(version, first) + 1, max(version, last)
+        return low > high or self.settled(low, high)
+
     def estimates(self, first: int, last: int) -> dict[int, int | None] | None:
         """Change rows per version first..last, if every commit was read; else None."""
         found = [self._by_version.get(v) for v in range(first, last + 1)]

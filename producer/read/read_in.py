@@ -84,11 +84,11 @@ class ReadIn:
         return Ends(start, end, unchanged)
 
     def holds(self, version: int, first: int, last: int) -> bool:
-        """The snapshot at version has the schema and protocol of first..last: the commit
-        log read every commit between it and the range, and in the range after first, none
-        with metaData or protocol (it may be older than the range, or the head's)."""
-        low, high = min(version, first) + 1, max(version, last)
-        return low > high or (self._commits is not None and self._commits.settled(low, high))
+        """The snapshot at version has the schema and protocol of first..last, as the commit
+        log tells (Commits.holds); without one, only the range of version alone."""
+        if self._commits is None:
+            return version == first == last
+        return self._commits.holds(version, first, last)
 
     def _at(self, version: int) -> Any:
         none = self._none()

@@ -128,10 +128,10 @@ class DeltaSource:
         """The schema Delta reads the table at version with: the loaded head's where no
         commit between changes the table and its columns carry no metadata Delta's read
         would drop or change (tests/integration/test_log_state.py), else Delta's."""
-        state = self._loaded[1] if self._loaded is not None else None
+        state, commits = self._loaded[1] if self._loaded else None, self.commits
         if state is not None:
-            low, high = min(version, state.version) + 1, max(version, state.version)
-            schema = plain_schema(state) if low > high or self.settled(low, high) else None
+            holds = commits.holds(state.version, version, version) if commits else False
+            schema = plain_schema(state) if holds or version == state.version else None
             if schema is not None:
                 return schema
         found: dict[str, Any] = self._read(versionAsOf=str(version)).schema.jsonValue()

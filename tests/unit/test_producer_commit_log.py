@@ -56,6 +56,18 @@ def test_a_run_is_settled_only_when_every_commit_was_read_and_none_changes_the_t
     assert commits.settled(6, 5)  # an empty run
 
 
+def test_a_snapshot_holds_for_a_range_when_no_commit_between_or_after_its_first_changes() -> None:
+    commits = Commits()
+    for version in (3, 4, 5, 7):
+        commits.add(Commit(version, 1, changes_table=version == 7))
+
+    assert commits.holds(5, 5, 5)  # its own version: nothing to read
+    assert commits.holds(2, 3, 5)  # 3..5 read, none changing
+    assert commits.holds(5, 3, 4)  # an older range: 4..5 read, none changing
+    assert not commits.holds(5, 5, 7)  # 6 not read, 7 changes the table
+    assert not commits.holds(1, 3, 5)  # 2 not read
+
+
 def test_estimates_cover_a_span_only_when_every_commit_was_read() -> None:
     commits = Commits()
     commits.add(Commit(1, 10, False))
