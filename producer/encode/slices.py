@@ -68,11 +68,16 @@ def encoded_slices(
         part = (
             frame if slices == 1 else frame.where(_key_hash(encoding.primary_key, slices) == index)
         )
-        rows = collect(encoding.encode(part))
-        check_keys(rows, table, encoding.primary_key)
-        kept = rewritten_keys(rows)
-        check_unique(kept, table, encoding)
-        yield kept.sort_by(ORDER)
+        yield finished(collect(encoding.encode(part)), encoding, table)
+
+
+def finished(rows: pa.Table, encoding: Encoding, table: str) -> pa.Table:
+    """A slice's encoded rows checked for NULL and repeated keys, without the preimages an
+    update rewrote, sorted by _order."""
+    check_keys(rows, table, encoding.primary_key)
+    kept = rewritten_keys(rows)
+    check_unique(kept, table, encoding)
+    return kept.sort_by(ORDER)
 
 
 def sample(frame: DataFrame, encoding: Encoding) -> pa.Table:

@@ -6,9 +6,8 @@ twice as long. Delta's CDCReader.changesToDF builds the same rows straight from 
 files, in the schema of the range's last version (the public reader takes the latest), and
 from commit files required to have no gap (a version cleaned up raises, as the public
 reader does, instead of being skipped).
-The table's head version comes from a listing of its log, without history(1)'s Spark job,
-and the operation metrics of a few commits each from its commit file, without the Spark job
-of history(n) (about 0.3 s, whatever n). Where Kernel loaded the table's head
+The table's head version comes from a listing of its log, without history(1)'s Spark job.
+Where Kernel loaded the table's head
 (producer/follow/log_state.py), a read from the commits' own files needs no DeltaLog: it is
 loaded for Delta's reader only. All are Delta-internal, so when the running Delta lacks
 them the public API is used.
@@ -16,7 +15,6 @@ them the public API is used.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -26,8 +24,8 @@ from producer.errors import VersionUnavailableError
 from producer.follow.commit_log import CommitLog
 from producer.follow.commits import FILES_KEPT
 from producer.follow.log_state import LogFiles, LogState
-from producer.read.file_read import FilePlan, read_files
-from producer.read.read_in import ReadIn
+from producer.read.file_read import FilePlan, plan_files, read_plan
+from producer.read.read_in import Ends, ReadIn
 from services.jvm_names import jvm_class, scala_object
 
 if TYPE_CHECKING:
@@ -53,7 +51,6 @@ class DirectChangeFeed:
         # Looked up once: py4j resolves a dotted JVM name one segment at a time.
         self._option: Any = jvm_class(spark, "scala.Option")
         self._reader: Any = None  # Delta's CDCReader, on first use (it may be missing)
-        self._history: Any = None  # DeltaHistoryManager, on first use
         self.commits: CommitLog | None = self._call(lambda: self._commit_log(loaded))
         # The snapshot each read is read in (producer/read/read_in.py).
         state = loaded[1] if loaded else None
@@ -92,43 +89,40 @@ class DirectChangeFeed:
             version = self._call(lambda: self._log.update(False, self._none, self._none).version())
         return None if version is None else int(version)
 
-    def commit_metrics(self, first: int, last: int) -> dict[int, dict[str, str] | None] | None:
-        """Each commit's operation metrics, first..last, from its commit file; None when
-        this Delta has no such internal API or a commit file cannot be read."""
-        from py4j.protocol import Py4JError
-
-        if not self.available or self.commits is None:
-            return None
-        try:
-            return {v: self._metrics(self.commits.log, v) for v in range(first, last + 1)}
-        except Py4JError:  # Delta's error too (a commit file cleaned up): the history says
-            return None
-
-    def _metrics(self, files: LogFiles, version: int) -> dict[str, str] | None:
-        if self._history is None:
-            delta = "org.apache.spark.sql.delta"
-            manager, names = f"{delta}.DeltaHistoryManager", f"{delta}.util.FileNames"
-            self._history = (jvm_class(self.spark, manager), jvm_class(self.spark, names))
-        manager, names = self._history
-        path = names.unsafeDeltaFile(files.log_dir, version)
-        info = manager.getCommitInfoOpt(files.store, path, files.conf)
-        if not info.isDefined():
-            return None
-        # The commit info as its JSON action: one py4j call, not one per metric.
-        found: dict[str, str] = json.loads(info.get().json())["commitInfo"].get(
-            "operationMetrics", {}
-        )
-        return found or None
-
     @property
     def _none(self) -> Any:
         return self._option.empty()
 
+    def plan(self, first: int, last: int) -> FilePlan | None:
+        """first..last planned as scans of its commits' own files, nothing built yet (a
+        cycle reads it in one scan with other tables', producer/read/shared.py): counted as
+        a read from its files. None where Delta's reader reads it: read() then."""
+        found = self._call(lambda: self._planned(first, last)[1])
+        if found is not None:
+            metrics.READS.labels("files").inc()
+        return found  # type: ignore[no-any-return]
+
+    def read_planned(self, first: int, last: int, plan: FilePlan) -> DataFrame | None:
+        """plan's rows (plan(first, last)'s), or Delta's reader's where the scan is refused;
+        None when this Delta has no such internal API."""
+        from pyspark.sql import DataFrame
+
+        jdf = self._call(lambda: self._built(first, last, plan) or self._by_delta(first, last))
+        return None if jdf is None else DataFrame(jdf, self.spark)
+
     def _changes(self, first: int, last: int) -> Any:
+        ends, plan = self._planned(first, last)
+        if ends is None:
+            return None  # column-mapped: the public reader picks the schema mode for those
+        jdf = self._built(first, last, plan) if plan is not None else None
+        if jdf is not None:
+            metrics.READS.labels("files").inc()
+            return jdf
+        return self._by_delta(first, last, ends)
+
+    def _planned(self, first: int, last: int) -> tuple[Ends | None, FilePlan | None]:
+        """The snapshots first..last is read in, and its files' plan where they may be read."""
         self.planned = None
-        if self._reader is None:
-            cdc = "org.apache.spark.sql.delta.commands.cdc.CDCReader"
-            self._reader = scala_object(self.spark, cdc)
         if self.commits is not None and self.commits.gone(first):
             # Delta would build first's snapshot and fail without saying why, or, with the
             # later commits known, read the range from the next file there without a word.
@@ -139,16 +133,21 @@ class DirectChangeFeed:
         # No metadata since the last read's snapshot, or Kernel's head: no log update, no
         # snapshot built. Else Delta's snapshot of the range (and of its first version).
         ends = self._in.kept(first, last) or self._in.snapshots(first, last)
-        if ends is None:
-            return None  # column-mapped: the public reader picks the schema mode for those
-        frame = self._from_files(first, last) if ends.files else None
-        if frame is not None:
-            metrics.READS.labels("files").inc()
-            return frame._jdf
-        if ends.end is None:  # Kernel's head: Delta's snapshots for Delta's reader
+        if ends is None or not ends.files:
+            return ends, None
+        plan = self._plan_files(first, last)
+        self.planned = None if plan is None else ((first, last), plan)
+        return ends, plan
+
+    def _by_delta(self, first: int, last: int, ends: Ends | None = None) -> Any:
+        """first..last by Delta's reader; None where the public reader must read it."""
+        if ends is None or ends.end is None:  # Kernel's head: Delta's snapshots for its reader
             ends = self._in.snapshots(first, last)
             if ends is None:
                 return None
+        if self._reader is None:
+            cdc = "org.apache.spark.sql.delta.commands.cdc.CDCReader"
+            self._reader = scala_object(self.spark, cdc)
         metrics.READS.labels("delta").inc()
         start, end = ends.start, ends.end
         # What changesToBatchDF does, but with Delta's check that the commit files are
@@ -162,8 +161,8 @@ class DirectChangeFeed:
         )
         return found.fileChangeDf()
 
-    def _from_files(self, first: int, last: int) -> DataFrame | None:
-        """first..last from their commits' own files, if the shape and every commit allow."""
+    def _plan_files(self, first: int, last: int) -> FilePlan | None:
+        """first..last's files as scans, if the shape and every commit allow."""
         shape = self._in.shape
         found = self.commits.files(first, last) if shape and self.commits else None
         if shape is None or not found or self.commits is None:
@@ -171,15 +170,20 @@ class DirectChangeFeed:
         from py4j.protocol import Py4JJavaError
 
         try:
-            read = read_files(self.spark, self.commits.log, shape, found)
-        except Py4JJavaError as exc:  # the scan was refused as planned: Delta's reader reads it
-            why = str(exc.java_exception)[:300]
-            metrics.event("file_read_refused", logging.WARNING, versions=[first, last], error=why)
+            return plan_files(self.spark, self.commits.log, shape, found)
+        except Py4JJavaError as exc:  # a commit's time could not be read: Delta's reader
+            _refused(exc, first, last)
             return None
-        if read is None:
+
+    def _built(self, first: int, last: int, plan: FilePlan) -> Any:
+        """plan's rows (a py4j DataFrame); None where the scan is refused as planned."""
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return read_plan(self.spark, plan)._jdf
+        except Py4JJavaError as exc:  # a file gone since, say: Delta's reader reads it
+            _refused(exc, first, last)
             return None
-        self.planned = ((first, last), read[1])
-        return read[0]
 
     def _call(self, call: Callable[[], Any]) -> Any:
         """call() through py4j; None once this Delta turns out not to have what it uses."""
@@ -196,3 +200,9 @@ class DirectChangeFeed:
             log.warning("using Delta's public API instead of its log: %s", exc)
             self.available = False
             return None
+
+
+def _refused(exc: Any, first: int, last: int) -> None:
+    """A read of first..last from its files refused as planned: Delta's reader reads it."""
+    why = str(exc.java_exception)[:300]
+    metrics.event("file_read_refused", logging.WARNING, versions=[first, last], error=why)

@@ -17,12 +17,13 @@ import pyarrow as pa
 
 from producer import metrics
 from producer.encode.encode import Encoding, snapshot_changes
-from producer.encode.slices import Slice, encoded_slices, sample
+from producer.encode.slices import Slice, encoded_slices, finished, sample
 from producer.encode.table_schemas import RangeSchemas, TableSchema
 from producer.follow.course import Course, Estimates, Span
 from producer.follow.plan import Chunk
 from producer.pools import FOLLOW, HISTORY, in_pool
 from producer.read.cycle import Cycle
+from producer.read.file_read import FilePlan
 from producer.read.shared import Sharing
 from producer.read.source import DeltaSource
 from producer.spark_errors import reading
@@ -119,12 +120,41 @@ class Chunks:
         a scan with other tables' reads; any other in a job of its own."""
         if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
             return lambda encoded: encoded.toArrow()
-        cycle = self.cycle
-        rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
-        nbytes = self.course.width.nbytes(rows)
+        cycle, nbytes = self.cycle, self._nbytes(chunk)
         plan = self.source.file_plan(chunk.first, chunk.last)
         sharing = None if plan is None else Sharing(plan, encoding)
-        return lambda encoded: cycle.collect(encoded, nbytes, self.handed, sharing)
+        return lambda encoded: cycle.collect(lambda: encoded, nbytes, self.handed, sharing)
+
+    def _nbytes(self, chunk: Chunk) -> int:
+        rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
+        return self.course.width.nbytes(rows)
+
+    def _planned(self, chunk: Chunk) -> FilePlan | None:
+        """chunk's files planned, where the cycle reads it whole (else None: changes())."""
+        if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
+            return None
+        return self.source.plan_changes(chunk.first, chunk.last) if chunk.sized else None
+
+    def _shared(
+        self, chunk: Chunk, plan: FilePlan, schema: TableSchema, began: float, head: int
+    ) -> Slice:
+        """chunk's one slice from the cycle's job: its read is built only if the cycle
+        reads it alone, not in one scan with other tables' (producer/read/shared.py)."""
+        self.ranges.check_columns(plan.columns, schema, chunk)
+        encoding, source, cycle = self.ranges.encoding(), self.source, self.cycle
+        if cycle is None:  # _planned plans only what a cycle reads
+            raise RuntimeError("a planned read without a cycle")
+        first, last = chunk.first, chunk.last
+
+        def alone() -> DataFrame:
+            return encoding.encode(source.read_planned(first, last, plan))
+
+        read_began = time.monotonic()
+        found = cycle.collect(alone, self._nbytes(chunk), self.handed, Sharing(plan, encoding))
+        rows = finished(found, encoding, self.table)
+        self.steps.log("slice_read", time.monotonic() - read_began)  # scan, encode, collect
+        self.course.width.learn(rows.nbytes, len(rows))
+        return Slice(chunk, 0, rows, time.monotonic() - began, head)
 
     def _snapshot(self, version: int) -> tuple[DataFrame, TableSchema]:
         in_pool(self.source.spark, HISTORY)
@@ -150,7 +180,14 @@ class Chunks:
         began = time.monotonic() - planning_s
         schema = self.ranges.for_chunk(chunk, range_schema)
         with reading(self.table, chunk.first, chunk.last):
-            frame = self.source.changes(chunk.first, chunk.last)  # read
+            plan = self._planned(chunk)  # read
+            if plan is not None and len(plan.scans) == 1:  # a scan that others' may share
+                yield self._shared(chunk, plan, schema, began, head)
+                return
+            if plan is not None:
+                frame = self.source.read_planned(chunk.first, chunk.last, plan)
+            else:
+                frame = self.source.changes(chunk.first, chunk.last)
             self.ranges.check_columns(frame.columns, schema, chunk)
             chunk = self._sized(frame, chunk, schema)
             yield from self._slices(frame, chunk, head, began)

@@ -47,7 +47,7 @@ QUIET_S = 0.1  # ... and the longest it waits for the next one
 
 @dataclass
 class _Read:
-    frame: DataFrame  # encoded
+    frame: Callable[[], DataFrame]  # the read, encoded: built when read alone
     nbytes: int  # estimated size in the driver
     sharing: Sharing | None = None  # how it may share a scan with others (producer/read/shared.py)
     rows: Future[pa.Table] = field(default_factory=Future)
@@ -78,13 +78,15 @@ class Cycle:
 
     def collect(
         self,
-        frame: DataFrame,
+        frame: Callable[[], DataFrame],
         nbytes: int,
         handed: Callable[[], None] = lambda: None,
         sharing: Sharing | None = None,
     ) -> pa.Table:
-        """frame's rows, collected in the next cycle (with the other tables' reads); raises
-        what reading frame raised. handed: called once the read waits for its cycle."""
+        """The rows of frame() (a read, encoded), collected in the next cycle with the other
+        tables' reads; raises what building or reading it raised. frame is built only where
+        the read is not in a scan shared with others (sharing). handed: called once the
+        read waits for its cycle."""
         read = _Read(frame, nbytes, sharing)
         with self._changed:
             self._waiting.append(read)
@@ -174,7 +176,7 @@ class Cycle:
                 frames.append(frame)
         # A string tag: Spark's code generation keeps it out of the generated code, which
         # is then the same for every table of one shape, and compiled once.
-        frames += [reads[i].frame.withColumn(PLACE, lit(str(i))) for i in sorted(alone)]
+        frames += [reads[i].frame().withColumn(PLACE, lit(str(i))) for i in sorted(alone)]
         metrics.event(
             "cycle_scans", logging.DEBUG, shared=len(frames) - len(alone), alone=len(alone)
         )
@@ -183,6 +185,6 @@ class Cycle:
 
 def _alone(read: _Read) -> None:
     try:
-        read.rows.set_result(read.frame.toArrow())
+        read.rows.set_result(read.frame().toArrow())
     except BaseException as exc:  # noqa: BLE001 - raised in the table's own thread
         read.rows.set_exception(exc)

@@ -96,15 +96,6 @@ def shape_of(protocol: dict[str, Any], metadata: dict[str, Any]) -> Shape | None
     return Shape(tuple(types), partitions, read_schema)
 
 
-def read_files(
-    spark: SparkSession, log: LogFiles, shape: Shape, commits: Sequence[tuple[int, CommitFiles]]
-) -> tuple[DataFrame, FilePlan] | None:
-    """The changes of commits (version, files), as Delta's reader gives them, and the plan
-    they were read by; None where plan_files finds none."""
-    plan = plan_files(spark, log, shape, commits)
-    return None if plan is None else (read_plan(spark, plan), plan)
-
-
 @dataclass(frozen=True)
 class FilePlan:
     """A span's files as Parquet scans: one for all, and a second for the files the span
@@ -112,6 +103,16 @@ class FilePlan:
 
     shape: Shape
     scans: tuple[dict[str, Tag], ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns of its rows (read_plan's): the table's, then the change columns."""
+        return (
+            *self.shape.columns,
+            changes.CHANGE_TYPE,
+            changes.COMMIT_VERSION,
+            changes.COMMIT_TIMESTAMP,
+        )
 
 
 def plan_files(

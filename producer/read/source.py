@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.follow.commit_log import CommitLog
+from producer.follow.commit_metrics import commit_metrics
 from producer.follow.log_state import load_head, plain_schema
 from producer.follow.plan import estimate_rows
 from producer.read.cdf import DirectChangeFeed
@@ -164,7 +165,9 @@ class DeltaSource:
         known = commits.estimates(first, last) if commits is not None else None
         if known is not None:
             return known
-        metrics = self._direct.commit_metrics(first, last) if few and self._direct else None
+        direct = self._direct if few and self._direct and self._direct.available else None
+        log = direct.commits.log if direct and direct.commits else None
+        metrics = commit_metrics(self.spark, log, first, last) if log else None
         if metrics is not None:
             return {version: estimate_rows(found) for version, found in metrics.items()}
 
@@ -182,11 +185,22 @@ class DeltaSource:
         planned = self._direct.planned if self._direct else None
         return planned[1] if planned is not None and planned[0] == (first, last) else None
 
+    def plan_changes(self, first: int, last: int) -> FilePlan | None:
+        """first..last planned as scans of its commits' own files, nothing built yet; None
+        where they are not read so: changes() reads it."""
+        return self._direct.plan(first, last) if self._direct else None
+
+    def read_planned(self, first: int, last: int, plan: FilePlan) -> DataFrame:
+        """The changes plan_changes(first, last) planned, as changes() would read them."""
+        frame = self._direct.read_planned(first, last, plan) if self._direct else None
+        return frame if frame is not None else self._public_changes(first, last)
+
     def changes(self, first: int, last: int) -> DataFrame:
         """Changes of versions first..last, with the table's latest schema."""
         frame = self._direct.read(first, last) if self._direct else None
-        if frame is not None:
-            return frame
+        return frame if frame is not None else self._public_changes(first, last)
+
+    def _public_changes(self, first: int, last: int) -> DataFrame:
         return self._read(
             readChangeFeed="true", startingVersion=str(first), endingVersion=str(last)
         )

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from consumer.group.loop import Pipeline
+from producer.read.source import DeltaSource
 from services.progress_topic import Progress
 from stack.generate import Generator
 from tests.conftest import unique
@@ -146,6 +147,57 @@ def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
     assert not published(endpoints, topics["b"], broken)
     events = [r.getMessage() for r in caplog.records]
     assert any('"cycle_failed"' in e for e in events), "the failing read was never in a cycle"
+
+
+def test_reads_in_one_scan_are_never_built_each_and_give_every_change_once(
+    spark: Any,
+    endpoints: Endpoints,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Tables of one shape at their heads commit at once; a cycle waits long enough to take
+    # their three reads together, which share one scan: none builds a read of its own.
+    monkeypatch.setattr("producer.read.cycle.GATHER_S", 20.0)
+    monkeypatch.setattr("producer.read.cycle.QUIET_S", 10.0)
+    built: list[tuple[str, str, int]] = []  # (how, table, first version) of each read built
+    for how in ("changes", "read_planned"):
+        original = getattr(DeltaSource, how)
+
+        def counted(
+            source: DeltaSource, first: int, *more: Any, how: str = how, f: Any = original
+        ) -> Any:
+            built.append((how, source.table, first))
+            return f(source, first, *more)
+
+        monkeypatch.setattr(DeltaSource, how, counted)
+    tables = lake(tmp_path, "abc", rows=20)
+    topics = {name: unique(f"cycle_{name}") for name in tables}
+    entries = [
+        {"table": p, "primary_key": "id", "topic": topics[n]} for n, (p, _) in tables.items()
+    ]
+    caplog.set_level(logging.DEBUG, logger="cdfbridge")
+    stop, thread, raised = following(endpoints, entries, spark)
+    try:
+        for name, (_, head) in tables.items():
+            _wait_for(lambda t=topics[name], v=head: published(endpoints, t, v), name)
+        built.clear()
+        caplog.clear()
+        last = {
+            name: Generator(path, seed=seed + 10).commit("update", 10)
+            for seed, (name, (path, _)) in enumerate(tables.items())
+        }
+        for name, version in last.items():
+            _wait_for(lambda t=topics[name], v=version: published(endpoints, t, v), name)
+    finally:
+        stop.set()
+        thread.join(60)
+    assert raised == []
+    scans = [json.loads(m[m.index("{") :]) for m in caplog.messages if '"cycle_scans"' in m]
+    assert {"shared": 1, "alone": 0} in [{k: s[k] for k in ("shared", "alone")} for s in scans]
+    assert built == [], "a read in the shared scan was built on its own"
+    for name, version in last.items():
+        assert len(published_once(endpoints, topics[name])) == changes_of(tables[name][0], version)
 
 
 def test_a_table_moves_from_the_cycle_to_a_backlog_and_back_without_gap_or_duplicate(

@@ -104,7 +104,7 @@ def test_a_cycle_reads_a_table_of_another_shape_alone_beside_the_shared_scan(
 
     def collect(i: int) -> None:
         frame, sharing = reads[i]
-        found[i] = cycle.collect(sharing.encoding.encode(frame), 1, sharing=sharing)
+        found[i] = cycle.collect(lambda: sharing.encoding.encode(frame), 1, sharing=sharing)
 
     threads = [threading.Thread(target=collect, args=(i,)) for i in range(len(reads))]
     for thread in threads:
