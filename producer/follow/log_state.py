@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from services.jvm_names import jvm_class, scala_object
+from services.jvm_names import java_values, jvm_class, scala_object
 from services.storage_errors import storage_error
 
 if TYPE_CHECKING:
@@ -115,20 +115,20 @@ def load_state(spark: SparkSession, files: LogFiles) -> LogState | None:
         tables = jvm_class(spark, "io.delta.kernel.TableManager")
         snapshot = tables.loadSnapshot(files.root).build(engine)
         protocol, metadata = snapshot.getProtocol(), snapshot.getMetadata()
-        features = set(protocol.getReaderAndWriterFeatures())
+        features = set(java_values(spark, protocol.getReaderAndWriterFeatures()))
         state = LogState(
             int(snapshot.getVersion()),
             {
                 "minReaderVersion": int(protocol.getMinReaderVersion()),
                 "minWriterVersion": int(protocol.getMinWriterVersion()),
-                "readerFeatures": sorted(protocol.getReaderFeatures()),
-                "writerFeatures": sorted(protocol.getWriterFeatures()),
+                "readerFeatures": sorted(java_values(spark, protocol.getReaderFeatures())),
+                "writerFeatures": sorted(java_values(spark, protocol.getWriterFeatures())),
             },
             {
                 "id": str(metadata.getId()),
                 "schemaString": str(metadata.getSchemaString()),
                 "partitionColumns": _partition_columns(metadata),
-                "configuration": dict(metadata.getConfiguration()),
+                "configuration": java_values(spark, metadata.getConfiguration()),
             },
         )
     except Py4JError as exc:
