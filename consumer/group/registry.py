@@ -12,12 +12,12 @@ from typing import Any
 
 import fastavro
 import httpx2
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from consumer.group.errors import NotPublishedYetError, RegistryUnavailableError
 from schemas.avro_names import delta_name
 from schemas.naming import key_subject, value_subject
+from services.registry_client import registry_client
 from services.registry_errors import (
     failure_cause,
     misconfigured,
@@ -43,7 +43,7 @@ class Schemas:
     refused credentials or a URL that is no registry → ConfigError, else terminal."""
 
     def __init__(self, client_config: dict[str, Any]) -> None:
-        self._client = SchemaRegistryClient(client_config)
+        self._client = registry_client(client_config)  # the process's one for the settings
         self.url = str(client_config.get("url", "?"))
         self._by_id: dict[int, dict[str, Any] | None] = {}
         self._parsed: dict[int, Any] = {}

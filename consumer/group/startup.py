@@ -100,6 +100,9 @@ def open_writer(
 def _writer(settings: ConsumerSettings, dead_letters: DeadLetters) -> BatchWriter:
     """The table created or checked, and the dead-letter topic too."""
     schemas = Schemas(settings.schema_registry.client_config())
+    # Not published yet (NotPublishedYetError): found by one request to the registry, before
+    # any client of ClickHouse or Kafka is made for an attempt that would fail anyway.
+    schemas.latest_value(settings.consumer.topic)
     target = settings.target()
     writer = BatchWriter.create(settings, target, schemas, dead_letters)
     largest = settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM

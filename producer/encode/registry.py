@@ -7,7 +7,6 @@ The registry client retries a request that got no answer or a 408/429/5xx itself
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -16,6 +15,7 @@ from producer.encode.evolution import bare, check_additive
 from producer.errors import SchemaChangeError
 from schemas.changes import GENERATION
 from schemas.naming import key_subject, value_subject
+from services.registry_client import registry_client
 from services.registry_errors import failure_cause, misconfigured, refused, unavailable
 from services.service_errors import UnreachableError
 from services.settings import REGISTRY_ATTEMPTS, SchemaRegistrySettings
@@ -23,21 +23,6 @@ from services.tls_errors import TlsError, tls_failure
 
 COMPATIBILITY = "BACKWARD"
 T = TypeVar("T")
-
-
-_CLIENTS: dict[str, Any] = {}  # the process's registry clients, by their settings
-_CLIENTS_LOCK = threading.Lock()
-
-
-def _client(config: dict[str, Any]) -> Any:
-    """The process's registry client for config, made on first use."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
-    key = json.dumps(config, sort_keys=True, default=str)
-    with _CLIENTS_LOCK:
-        if key not in _CLIENTS:
-            _CLIENTS[key] = SchemaRegistryClient(config)
-        return _CLIENTS[key]
 
 
 class TopicSchemas:
@@ -74,7 +59,7 @@ class TopicSchemas:
         pool (about 0.9 MB), and a lake's tables share the registry."""
         config = registry.client_config()
         attempts = int(config["max.retries"]) + 1
-        return cls(_client(config), registry.url, topic, table, attempts)
+        return cls(registry_client(config), registry.url, topic, table, attempts)
 
     def use(self, key: dict[str, Any], value: dict[str, Any], version: int) -> None:
         """Register key and value (idempotent), refusing value changes that are not additive."""
