@@ -10,7 +10,10 @@ each table's start is the producer's Delta-side steps, in order:
 - latest: the latest version (the column policy's check);
 - schema: the schema at that version (RangeSchemas);
 - estimates: the row estimates of versions 0..head (their commit files read);
-- read: the changes of 0..head planned (from the commits' files) and encoded;
+- plan: the changes of 0..head planned as scans of the commits' files (all a read at
+  the head costs before the cycle's job when it shares the cycle's scan);
+- scan: that plan built as a DataFrame, and encode: its encoding's select (what a read
+  the cycle reads alone builds);
 - collect: that read collected alone (what the cycle's job does for it among others).
 Prints each step's median over the tables started one at a time (after a warm-up), then
 the wall time of every table's start with --at-once of them at a time, so whether the
@@ -38,7 +41,7 @@ from schemas.avro import key_schema, value_schema
 from services.spark_session import session_for
 from stack.generate import Generator
 
-STEPS = ("log", "cdf_check", "latest", "schema", "estimates", "read", "collect")
+STEPS = ("log", "cdf_check", "latest", "schema", "estimates", "plan", "scan", "encode", "collect")
 
 
 def start(spark: Any, path: str, times: dict[str, list[float]] | None = None) -> None:
@@ -58,7 +61,11 @@ def start(spark: Any, path: str, times: dict[str, list[float]] | None = None) ->
     step("estimates", lambda: source.row_estimates(0, head, head))
     key, value = key_schema(schema, ["id"], "t"), value_schema(schema, "t", ["id"])
     encoding = Encoding(WireSchema(key, 1), WireSchema(value, 2), ["id"], include_preimage=False)
-    frame = step("read", lambda: encoding.encode(source.changes(0, head)))
+    plan = step("plan", lambda: source.plan_changes(0, head))
+    if plan is None:
+        raise SystemExit(f"{path}: its changes are not read from its files")
+    read = step("scan", lambda: source.read_planned(0, head, plan))
+    frame = step("encode", lambda: encoding.encode(read))
     step("collect", frame.toArrow)
 
 
