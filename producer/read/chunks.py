@@ -178,7 +178,8 @@ class Chunks:
         self, chunk: Chunk, range_schema: TableSchema | None, head: int, planning_s: float
     ) -> Iterator[Slice]:
         began = time.monotonic() - planning_s
-        schema = self.ranges.for_chunk(chunk, range_schema)
+        with self.steps.step("registered"):  # the chunk's schemas, in the registry
+            schema = self.ranges.for_chunk(chunk, range_schema)
         with reading(self.table, chunk.first, chunk.last):
             plan = self._planned(chunk)  # read
             if plan is not None and len(plan.scans) == 1:  # a scan that others' may share
