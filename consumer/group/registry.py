@@ -70,7 +70,9 @@ class Schemas:
         return named, schema
 
     def latest_value(self, topic: str) -> tuple[int, dict[str, Any]]:
-        found = self._call(lambda: self._client.get_latest_version(value_subject(topic)))
+        # Asked each time (get_version, not get_latest_version, which the process's shared
+        # client would answer from its cache for good): a new schema shows at once.
+        found = self._call(lambda: self._client.get_version(value_subject(topic), "latest"))
         if found is None:
             raise NotPublishedYetError(
                 f"the registry has no subject {value_subject(topic)} yet: the producer has not "
@@ -81,7 +83,7 @@ class Schemas:
         return found.schema_id, schema
 
     def key_fields(self, topic: str) -> list[str] | None:
-        found = self._call(lambda: self._client.get_latest_version(key_subject(topic)))
+        found = self._call(lambda: self._client.get_version(key_subject(topic), "latest"))
         if found is None:
             return None
         return [delta_name(field) for field in json.loads(found.schema.schema_str)["fields"]]
