@@ -97,17 +97,21 @@ class DirectChangeFeed:
         """first..last planned as scans of its commits' own files, nothing built yet (a
         cycle reads it in one scan with other tables', producer/read/shared.py): counted as
         a read from its files. None where Delta's reader reads it: read() then."""
-        found = self._call(lambda: self._planned(first, last)[1])
+        found: FilePlan | None = self._call(lambda: self._planned(first, last)[1])
         if found is not None:
             metrics.READS.labels("files").inc()
-        return found  # type: ignore[no-any-return]
+        return found
 
     def read_planned(self, first: int, last: int, plan: FilePlan) -> DataFrame | None:
         """plan's rows (plan(first, last)'s), or Delta's reader's where the scan is refused;
         None when this Delta has no such internal API."""
         from pyspark.sql import DataFrame
 
-        jdf = self._call(lambda: self._built(first, last, plan) or self._by_delta(first, last))
+        def read() -> Any:
+            built = self._built(first, last, plan)
+            return built if built is not None else self._by_delta(first, last)
+
+        jdf = self._call(read)
         return None if jdf is None else DataFrame(jdf, self.spark)
 
     def _changes(self, first: int, last: int) -> Any:

@@ -118,9 +118,10 @@ class Chunks:
         """How chunk's encoded rows are collected: a chunk of one slice at the head in the
         cycle, with its estimated bytes and, when read from its files, what lets it share
         a scan with other tables' reads; any other in a job of its own."""
-        if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
+        cycle = self._cycle_for(chunk)
+        if cycle is None:
             return lambda encoded: encoded.toArrow()
-        cycle, nbytes = self.cycle, self._nbytes(chunk)
+        nbytes = self._nbytes(chunk)
         plan = self.source.file_plan(chunk.first, chunk.last)
         sharing = None if plan is None else Sharing(plan, encoding)
         return lambda encoded: cycle.collect(lambda: encoded, nbytes, self.handed, sharing)
@@ -129,22 +130,14 @@ class Chunks:
         rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
         return self.course.width.nbytes(rows)
 
-    def _planned(self, chunk: Chunk) -> FilePlan | None:
-        """chunk's files planned, where the cycle reads it whole (else None: changes())."""
-        if self.cycle is None or self.path != "head" or chunk.slices > 1 or chunk.snapshot:
-            return None
-        return self.source.plan_changes(chunk.first, chunk.last) if chunk.sized else None
+    def _cycle_for(self, chunk: Chunk) -> Cycle | None:
+        """The cycle that reads chunk: one of a single slice at the head; else None."""
+        return None if self.path != "head" or chunk.slices > 1 or chunk.snapshot else self.cycle
 
-    def _shared(
-        self, chunk: Chunk, plan: FilePlan, schema: TableSchema, began: float, head: int
-    ) -> Slice:
+    def _shared(self, cycle: Cycle, chunk: Chunk, plan: FilePlan, began: float, head: int) -> Slice:
         """chunk's one slice from the cycle's job: its read is built only if the cycle
         reads it alone, not in one scan with other tables' (producer/read/shared.py)."""
-        self.ranges.check_columns(plan.columns, schema, chunk)
-        encoding, source, cycle = self.ranges.encoding(), self.source, self.cycle
-        if cycle is None:  # _planned plans only what a cycle reads
-            raise RuntimeError("a planned read without a cycle")
-        first, last = chunk.first, chunk.last
+        encoding, source, first, last = self.ranges.encoding(), self.source, chunk.first, chunk.last
 
         def alone() -> DataFrame:
             return encoding.encode(source.read_planned(first, last, plan))
@@ -152,9 +145,15 @@ class Chunks:
         read_began = time.monotonic()
         found = cycle.collect(alone, self._nbytes(chunk), self.handed, Sharing(plan, encoding))
         rows = finished(found, encoding, self.table)
-        self.steps.log("slice_read", time.monotonic() - read_began)  # scan, encode, collect
+        return self._slice(chunk, 0, rows, (began, read_began), head)
+
+    def _slice(
+        self, chunk: Chunk, index: int, rows: pa.Table, began: tuple[float, float], head: int
+    ) -> Slice:
+        """The slice, its read logged and its width learned; began: (chunk's, read's)."""
+        self.steps.log("slice_read", time.monotonic() - began[1])  # scan, encode, collect
         self.course.width.learn(rows.nbytes, len(rows))
-        return Slice(chunk, 0, rows, time.monotonic() - began, head)
+        return Slice(chunk, index, rows, time.monotonic() - began[0], head)
 
     def _snapshot(self, version: int) -> tuple[DataFrame, TableSchema]:
         in_pool(self.source.spark, HISTORY)
@@ -180,15 +179,18 @@ class Chunks:
         began = time.monotonic() - planning_s
         with self.steps.step("registered"):  # the chunk's schemas, in the registry
             schema = self.ranges.for_chunk(chunk, range_schema)
-        with reading(self.table, chunk.first, chunk.last):
-            plan = self._planned(chunk)  # read
-            if plan is not None and len(plan.scans) == 1:  # a scan that others' may share
-                yield self._shared(chunk, plan, schema, began, head)
+        first, last = chunk.first, chunk.last
+        with reading(self.table, first, last):
+            cycle = self._cycle_for(chunk)  # read: its files planned where the cycle reads it
+            plan = self.source.plan_changes(first, last) if cycle and chunk.sized else None
+            if cycle is not None and plan is not None and len(plan.scans) == 1:
+                self.ranges.check_columns(plan.columns, schema, chunk)
+                yield self._shared(cycle, chunk, plan, began, head)  # a scan others' may share
                 return
             if plan is not None:
-                frame = self.source.read_planned(chunk.first, chunk.last, plan)
+                frame = self.source.read_planned(first, last, plan)
             else:
-                frame = self.source.changes(chunk.first, chunk.last)
+                frame = self.source.changes(first, last)
             self.ranges.check_columns(frame.columns, schema, chunk)
             chunk = self._sized(frame, chunk, schema)
             yield from self._slices(frame, chunk, head, began)
@@ -209,9 +211,7 @@ class Chunks:
         parts = encoded_slices(frame, chunk.slices, encoding, self.table, start, collect)
         read_began = time.monotonic()
         for index, rows in enumerate(parts, start):
-            self.steps.log("slice_read", time.monotonic() - read_began)  # scan, encode, collect
-            self.course.width.learn(rows.nbytes, len(rows))
-            yield Slice(chunk, index, rows, time.monotonic() - began, head)
+            yield self._slice(chunk, index, rows, (began, read_began), head)
             began = read_began = time.monotonic()
 
     def _sample(self, frame: DataFrame, schema: TableSchema) -> None:

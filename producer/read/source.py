@@ -165,9 +165,7 @@ class DeltaSource:
         known = commits.estimates(first, last) if commits is not None else None
         if known is not None:
             return known
-        direct = self._direct if few and self._direct and self._direct.available else None
-        log = direct.commits.log if direct and direct.commits else None
-        metrics = commit_metrics(self.spark, log, first, last) if log else None
+        metrics = commit_metrics(self.spark, commits.log, first, last) if commits and few else None
         if metrics is not None:
             return {version: estimate_rows(found) for version, found in metrics.items()}
 

@@ -5,6 +5,9 @@ moves between the cycle and reads of its own with no gap and no duplicate."""
 import json
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,39 @@ def following(endpoints: Endpoints, entries: list[dict[str, Any]], spark: Any) -
 
 def published(endpoints: Endpoints, topic: str, version: int) -> bool:
     return Progress({"bootstrap.servers": endpoints.kafka}, topic).last_version() == version
+
+
+@dataclass
+class Followed:
+    """Tables followed by the producer in a thread (producer/run.py), each at its head."""
+
+    tables: dict[str, tuple[str, int]]  # name: (path, last version)
+    topics: dict[str, str]
+    thread: threading.Thread
+    raised: list[BaseException]
+
+
+@contextmanager
+def at_their_heads(
+    spark: Any, endpoints: Endpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Followed]:
+    """Three tables of one shape followed until the block ends, each published to its head
+    when it begins; a cycle then waits long enough to take their next reads together."""
+    monkeypatch.setattr("producer.read.cycle.GATHER_S", 20.0)
+    monkeypatch.setattr("producer.read.cycle.QUIET_S", 10.0)
+    tables = lake(tmp_path, "abc", rows=20)
+    topics = {name: unique(f"cycle_{name}") for name in tables}
+    entries = [
+        {"table": p, "primary_key": "id", "topic": topics[n]} for n, (p, _) in tables.items()
+    ]
+    stop, thread, raised = following(endpoints, entries, spark)
+    try:
+        for name, (_, head) in tables.items():
+            _wait_for(lambda t=topics[name], v=head: published(endpoints, t, v), name)
+        yield Followed(tables, topics, thread, raised)
+    finally:
+        stop.set()
+        thread.join(60)
 
 
 def test_tables_at_their_heads_share_cycles_and_each_ends_equal_with_a_schema_change(
@@ -113,20 +149,9 @@ def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Once the three tables are at their heads, each commits at once; a cycle waits long
-    # enough to take the three reads together.
-    monkeypatch.setattr("producer.read.cycle.GATHER_S", 20.0)
-    monkeypatch.setattr("producer.read.cycle.QUIET_S", 10.0)
-    tables = lake(tmp_path, "abc", rows=20)
-    topics = {name: unique(f"cycle_{name}") for name in tables}
-    entries = [
-        {"table": p, "primary_key": "id", "topic": topics[n]} for n, (p, _) in tables.items()
-    ]
     caplog.set_level(logging.INFO, logger="cdfbridge")
-    stop, thread, raised = following(endpoints, entries, spark)
-    try:
-        for name, (_, head) in tables.items():
-            _wait_for(lambda t=topics[name], v=head: published(endpoints, t, v), name)
+    with at_their_heads(spark, endpoints, tmp_path, monkeypatch) as followed:
+        tables, topics = followed.tables, followed.topics
         last = {}
         for seed, (name, (path, _)) in enumerate(tables.items()):
             if name == "b":  # its read fails in the cycle's Spark job
@@ -137,11 +162,8 @@ def test_a_read_that_fails_inside_a_cycle_fails_its_table_alone(
         _wait_for(lambda: _failures(topics["b"]) >= 1, "table b to fail")
         for name, version in last.items():
             _wait_for(lambda t=topics[name], v=version: published(endpoints, t, v), name)
-        assert thread.is_alive()
-    finally:
-        stop.set()
-        thread.join(60)
-    assert raised == []
+        assert followed.thread.is_alive()
+    assert followed.raised == []
     for name, version in last.items():
         assert len(published_once(endpoints, topics[name])) == changes_of(tables[name][0], version)
     assert not published(endpoints, topics["b"], broken)
@@ -156,10 +178,8 @@ def test_reads_in_one_scan_are_never_built_each_and_give_every_change_once(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Tables of one shape at their heads commit at once; a cycle waits long enough to take
-    # their three reads together, which share one scan: none builds a read of its own.
-    monkeypatch.setattr("producer.read.cycle.GATHER_S", 20.0)
-    monkeypatch.setattr("producer.read.cycle.QUIET_S", 10.0)
+    # Tables of one shape at their heads commit at once; the cycle takes their three reads
+    # together, which share one scan: none builds a read of its own.
     built: list[tuple[str, str, int]] = []  # (how, table, first version) of each read built
     for how in ("changes", "read_planned"):
         original = getattr(DeltaSource, how)
@@ -171,16 +191,9 @@ def test_reads_in_one_scan_are_never_built_each_and_give_every_change_once(
             return f(source, first, *more)
 
         monkeypatch.setattr(DeltaSource, how, counted)
-    tables = lake(tmp_path, "abc", rows=20)
-    topics = {name: unique(f"cycle_{name}") for name in tables}
-    entries = [
-        {"table": p, "primary_key": "id", "topic": topics[n]} for n, (p, _) in tables.items()
-    ]
     caplog.set_level(logging.DEBUG, logger="cdfbridge")
-    stop, thread, raised = following(endpoints, entries, spark)
-    try:
-        for name, (_, head) in tables.items():
-            _wait_for(lambda t=topics[name], v=head: published(endpoints, t, v), name)
+    with at_their_heads(spark, endpoints, tmp_path, monkeypatch) as followed:
+        tables, topics = followed.tables, followed.topics
         built.clear()
         caplog.clear()
         last = {
@@ -189,10 +202,7 @@ def test_reads_in_one_scan_are_never_built_each_and_give_every_change_once(
         }
         for name, version in last.items():
             _wait_for(lambda t=topics[name], v=version: published(endpoints, t, v), name)
-    finally:
-        stop.set()
-        thread.join(60)
-    assert raised == []
+    assert followed.raised == []
     scans = [json.loads(m[m.index("{") :]) for m in caplog.messages if '"cycle_scans"' in m]
     assert {"shared": 1, "alone": 0} in [{k: s[k] for k in ("shared", "alone")} for s in scans]
     assert built == [], "a read in the shared scan was built on its own"
