@@ -2,7 +2,13 @@
 shares with cdfbridge-verify are in services/: service_errors.py (Kafka, the registry, a Spark
 master) and storage_errors.py (the object store)."""
 
-from schemas.errors import ConfigError, ServiceUnavailableError, TerminalError
+from schemas.errors import (
+    ConfigError,
+    ServiceUnavailableError,
+    TableConfigError,
+    TerminalError,
+    TransientError,
+)
 
 MAX_MESSAGE_SETTING = "CDFBRIDGE_KAFKA__MAX_MESSAGE_BYTES"
 
@@ -161,3 +167,11 @@ class TopicClaimedError(ConfigError):
             f"{table}. Give one of them a topic of its own (--topic, CDFBRIDGE_SOURCE__TOPIC "
             "or the [[tables]] entry's topic); the other table's producer was left alone"
         )
+
+
+def fails_every_table(exc: BaseException) -> bool:
+    """Fenced, a shared service that does not answer, or one that refuses the shared
+    settings (bad credentials, say): what fails every table of a process alike."""
+    if isinstance(exc, FencedError | TransientError):
+        return True
+    return isinstance(exc, ConfigError) and not isinstance(exc, TableConfigError)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from producer import metrics
 from producer.follow.probes import Probes
 from producer.lake.lake import Begun, follow_all
-from producer.lake.startup import discard, kafka_side_in_thread
+from producer.lake.startup import discard, kafka_sides_in_thread
 from producer.publish.publish import Transactions
 from producer.read.cycle import Cycle
 from producer.resync.resync import Resyncs
@@ -63,8 +63,8 @@ def run(
         try:
             spark = spark or _started(settings, begun)
         except BaseException:
-            if begun is not None:
-                discard(begun.kafka)
+            for table in begun.values():
+                discard(table.kafka)
             raise
         cycle = Cycle(spark, settings.source.max_bytes_per_chunk)
         probes = Probes(jvm_class(spark, "org.apache.hadoop.fs.Path"))
@@ -89,18 +89,21 @@ def _arrow_pool() -> None:
         pa.set_memory_pool(pa.system_memory_pool())
 
 
-def _begin(settings: ProducerSettings, transactions: Transactions) -> Begun | None:
-    """A table given on its own: its start begun, its Kafka side set up while Spark starts."""
-    if settings.tables:
-        return None
-    steps = Waterfall(settings.source.topic_name)
-    steps.log("python", since_start_s())  # interpreter, imports, settings
-    return Begun(steps, kafka_side_in_thread(settings, steps, transactions))
+def _begin(settings: ProducerSettings, transactions: Transactions) -> dict[str, Begun]:
+    """Every table's start begun, by topic: the tables' Kafka sides set up together while
+    Spark starts."""
+    at = since_start_s()  # interpreter, imports, settings
+    steps = {source.topic_name: Waterfall(source.topic_name) for source in settings.sources()}
+    for waterfall in steps.values():
+        waterfall.log("python", at)
+    kafka = kafka_sides_in_thread(settings, steps, transactions)
+    return {topic: Begun(steps[topic], kafka[topic]) for topic in steps}
 
 
-def _started(settings: ProducerSettings, begun: Begun | None) -> SparkSession:
+def _started(settings: ProducerSettings, begun: dict[str, Begun]) -> SparkSession:
     """The session, in Spark's FAIR scheduler; a lone table's start logs the step."""
-    with begun.steps.step("spark_session") if begun is not None else nullcontext():
+    lone = next(iter(begun.values())) if len(begun) == 1 else None
+    with lone.steps.step("spark_session") if lone is not None else nullcontext():
         return _session(settings)
 
 

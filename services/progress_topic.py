@@ -51,6 +51,27 @@ def reader_config(kafka_config: KafkaConfig) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def end_reader(kafka_config: KafkaConfig, doing: str) -> Iterator[Any]:
+    """A progress reader (reader_config) told of each partition's end, its failures named
+    as `doing`'s."""
+    consumer = Consumer(
+        {
+            **reader_config(kafka_config),
+            # The end is signalled, not compared with the high watermark: the last
+            # offsets of a transactional topic are commit markers no poll returns.
+            "enable.partition.eof": True,
+        }
+    )
+    where = str(kafka_config.get("bootstrap.servers", "?"))
+    try:
+        yield consumer
+    except KafkaException as exc:
+        raise client_failure(error_of(exc), where, doing) from exc
+    finally:
+        consumer.close()
+
+
 @dataclass
 class Owners:
     """Who wrote a progress topic's records: claimant, the producer of the last claim;
@@ -116,7 +137,9 @@ class Progress:
         """Generation `number`, starting at the data topic's end offsets now. Called by the
         only producer of the topic once it has fenced the older ones (whose open
         transactions are then aborted): every offset from here on is the new generation's."""
-        with self._reader(f"reading the end offsets of {self.data_topic}") as consumer:
+        with end_reader(
+            self.kafka_config, f"reading the end offsets of {self.data_topic}"
+        ) as consumer:
             topics = consumer.list_topics(self.data_topic, timeout=10).topics
             partitions = sorted(topics[self.data_topic].partitions)
             ends = {
@@ -125,55 +148,51 @@ class Progress:
             }
         return Generation(number, ends)
 
-    @contextmanager
-    def _reader(self, doing: str) -> Iterator[Any]:
-        consumer = Consumer(
-            {
-                **reader_config(self.kafka_config),
-                # The end is signalled, not compared with the high watermark: the last
-                # offsets of a transactional topic are commit markers no poll returns.
-                "enable.partition.eof": True,
-            }
-        )
-        where = str(self.kafka_config.get("bootstrap.servers", "?"))
-        try:
-            yield consumer
-        except KafkaException as exc:
-            raise client_failure(error_of(exc), where, doing) from exc
-        finally:
-            consumer.close()
-
     def read_owners(self, since: int) -> tuple[Position, Owners]:
         """read(), and who wrote the records: the last claim's producer, and the producers
         of the records from offset since on (producer/publish/takeover.py)."""
-        owners = Owners(since)
-        with self._reader(f"reading {self.topic}") as consumer:
-            return self._read(consumer, owners), owners
-
-    def _read(self, consumer: Any, owners: Owners) -> Position:
-        if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
-            return Position()  # never published anything
-        consumer.assign([TopicPartition(self.topic, PROGRESS_PARTITION, OFFSET_BEGINNING)])
-        last, requested = Position(), 0
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    owners.end = message.offset()
-                    return replace(last, requested=requested)
-                raise KafkaException(error)
-            key, offset = message.key(), message.offset()
-            if key == self.key:
-                last, owners.recorded = decode(message.value()), True
-                owners.wrote(offset, last.owner)
-            elif key == self.claim_key:
-                owners.claimant = decode_claim(message.value())
-                owners.wrote(offset, owners.claimant)
-            elif key == self.resync_key:
-                requested = decode_resync(message.value())
+        reading = Reading(self, since)
+        with end_reader(self.kafka_config, f"reading {self.topic}") as consumer:
+            if not consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions:
+                return Position(), reading.owners  # never published anything
+            consumer.assign([TopicPartition(self.topic, PROGRESS_PARTITION, OFFSET_BEGINNING)])
+            deadline = time.monotonic() + READ_TIMEOUT_S
+            while time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and reading.take(message):
+                    return reading.position(), reading.owners
         took = f"reading progress took over {READ_TIMEOUT_S:.0f} s"
         raise UnreachableError("Kafka", self.topic, 1, took)
+
+
+class Reading:
+    """A progress topic's records as they are read from its start: the last record of
+    each key, and who wrote them (Owners, from offset since on)."""
+
+    def __init__(self, progress: Progress, since: int = 0) -> None:
+        self.progress = progress
+        self.owners = Owners(since)
+        self.last, self.requested = Position(), 0
+
+    def take(self, message: Any) -> bool:
+        """Take a message of the topic's partition; True at its end (its EOF, signalled
+        by a consumer with enable.partition.eof); raises KafkaException for its errors."""
+        error, progress, owners = message.error(), self.progress, self.owners
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                raise KafkaException(error)
+            owners.end = message.offset()
+            return True
+        key, offset = message.key(), message.offset()
+        if key == progress.key:
+            self.last, owners.recorded = decode(message.value()), True
+            owners.wrote(offset, self.last.owner)
+        elif key == progress.claim_key:
+            owners.claimant = decode_claim(message.value())
+            owners.wrote(offset, owners.claimant)
+        elif key == progress.resync_key:
+            self.requested = decode_resync(message.value())
+        return False
+
+    def position(self) -> Position:
+        return replace(self.last, requested=self.requested)

@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from producer import metrics
-from producer.errors import FencedError
+from producer.errors import fails_every_table
 from producer.follow.probes import Probes
 from producer.lake.pacing import STARTING_AT_ONCE, TABLE_MAX_BACKOFF_S, Backoff, Starts
 from producer.lake.startup import KafkaSide, discard
@@ -51,7 +51,7 @@ from producer.resync.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
 from producer.steps import Waterfall
-from schemas.errors import CdfBridgeError, ConfigError, TableConfigError, TransientError
+from schemas.errors import CdfBridgeError
 from services.retry import Stopped, retrying
 
 if TYPE_CHECKING:
@@ -66,18 +66,22 @@ def follow_all(
     resyncs: Resyncs,
     cycle: Cycle,
     transactions: Transactions,
-    begun: Begun | None = None,
+    begun: Mapping[str, Begun] | None = None,
     probes: Probes | None = None,
 ) -> None:
     """Follow every table of settings until each is done (--until-version) or the process
     stops (resyncs.stop); raises the first error that stops every table. cycle: where the
     tables' reads at their heads are collected together; transactions: the Kafka
-    transactions their chunks share; begun: a lone table's start, begun before Spark's;
+    transactions their chunks share; begun: the tables' starts, by topic, begun before Spark's;
     probes: where the idle tables' looks for new commits are grouped."""
     starts = Starts(STARTING_AT_ONCE)
     isolate = bool(settings.tables)
     shared = _Shared(spark, resyncs, cycle, starts, transactions, isolate, probes)
-    tables = [_Table(settings, source, shared, begun) for source in settings.sources()]
+    begun = begun or {}
+    tables = [
+        _Table(settings, source, shared, begun.get(source.topic_name))
+        for source in settings.sources()
+    ]
     metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
     for table in tables:
         table.thread.start()
@@ -91,11 +95,7 @@ def follow_all(
 def stops_every_table(exc: BaseException, spark: SparkSession) -> bool:
     """Fenced, a shared service that does not answer or refuses the shared settings (bad
     credentials, say), or the Spark driver gone."""
-    if isinstance(exc, FencedError | TransientError):
-        return True
-    if isinstance(exc, ConfigError) and not isinstance(exc, TableConfigError):
-        return True
-    return lost_driver(exc, spark, None) is not None
+    return fails_every_table(exc) or lost_driver(exc, spark, None) is not None
 
 
 def named(exc: BaseException, spark: SparkSession) -> BaseException:
@@ -112,10 +112,11 @@ def named(exc: BaseException, spark: SparkSession) -> BaseException:
 
 @dataclass(frozen=True)
 class Begun:
-    """A lone table's start, begun while Spark starts: its steps and its Kafka side."""
+    """A table's start, begun while Spark starts: its steps and its Kafka side (None: one
+    it sets up itself)."""
 
     steps: Waterfall
-    kafka: Future[KafkaSide]
+    kafka: Future[KafkaSide | None]
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,37 @@
 """Kafka's side of a table's start: its topics made, its progress read and its
 transactional producers fenced in (`kafka_side`), in a thread beside Spark's side (the
 session, the Delta log); each step logged in the start's waterfall (producer/steps.py).
+
+A process's start sets up every table's Kafka side at once (`kafka_sides`), while Spark
+starts: their topics described in one request, their progress read by one reader, and
+their claims committed in one transaction (producer/publish/takeover_together.py). A table
+that this leaves out (None) sets up its own with `kafka_side`, as it does after a failure.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from producer.errors import fails_every_table
 from producer.publish.publish import Publisher, Transactions
-from producer.publish.topics import DataTopic, ensure_topics
+from producer.publish.takeover_together import take_over_together
+from producer.publish.topics import DataTopic, Wanted, ensure_all, ensure_topics
 from producer.steps import Waterfall
 from schemas.progress import Position
+from services.progress_reads import read_together
+from services.progress_topic import Reading
 
 if TYPE_CHECKING:
     from producer.settings import ProducerSettings
+
+log = logging.getLogger("cdfbridge.producer")
 
 
 @dataclass(frozen=True)
@@ -57,22 +73,98 @@ def kafka_side(
     return KafkaSide(publisher, position, topic)
 
 
+def kafka_sides(
+    settings: ProducerSettings, steps: Mapping[str, Waterfall], transactions: Transactions
+) -> dict[str, KafkaSide | None]:
+    """Every table's Kafka side (settings.sources(), by topic), set up together; None for
+    a table left to kafka_side. Raises what fails them all."""
+    kafka, limit = settings.kafka.client_config(), settings.kafka.max_message_bytes
+    sources = settings.sources()
+    with _all(steps, "topics"):
+        wanted = [Wanted(s.topic_name, s.partitions, s.created_topic_config) for s in sources]
+        topics = ensure_all(kafka, wanted, limit)
+    publishers = [
+        Publisher(kafka, s.topic_name, s.tombstones, limit, transactions) for s in sources
+    ]
+    first = {p.topic: Reading(p.progress) for p in publishers}
+    with _all(steps, "progress"):
+        read_together(kafka, list(first.values()))
+    sides: dict[str, KafkaSide | None] = {}
+    ours = []
+    for source, publisher in zip(sources, publishers, strict=True):
+        claimed = first[publisher.topic].position()
+        if claimed.identity is not None and claimed.identity.table != source.table:
+            sides[publisher.topic] = KafkaSide(publisher, claimed, topics[publisher.topic], False)
+        else:
+            ours.append(publisher)
+    taken = {}
+    if ours:  # else nothing is fenced: the topics may be other tables' (check_identity)
+        with _all({p.topic: steps[p.topic] for p in ours}, "kafka_transactions"):
+            transactions.start()
+            taken = take_over_together(kafka, ours, first)
+    for publisher in ours:
+        position = taken.get(publisher.topic)
+        found = topics[publisher.topic]
+        sides[publisher.topic] = None if position is None else KafkaSide(publisher, position, found)
+    return sides
+
+
+@contextmanager
+def _all(steps: Mapping[str, Waterfall], name: str) -> Iterator[None]:
+    """Time the block as step name of every table's start."""
+    began = time.monotonic()
+    yield
+    for waterfall in steps.values():
+        waterfall.log(name, time.monotonic() - began)
+
+
+def kafka_sides_in_thread(
+    settings: ProducerSettings, steps: Mapping[str, Waterfall], transactions: Transactions
+) -> dict[str, Future[KafkaSide | None]]:
+    """kafka_sides(...), by topic, set up in a thread of its own while this one goes on.
+    What fails every table alike is each one's failure; anything else leaves every table
+    to set up its own, as it would after a failure."""
+    sides: dict[str, Future[KafkaSide | None]] = {topic: Future() for topic in steps}
+
+    def set_up() -> None:
+        try:
+            found = kafka_sides(settings, steps, transactions)
+        except BaseException as exc:  # noqa: BLE001 - each table raises it, or sets up its own
+            if fails_every_table(exc) or not isinstance(exc, Exception):
+                for side in sides.values():
+                    side.set_exception(exc)
+                return
+            log.warning("the tables' Kafka side set up together failed", exc_info=exc)
+            found = {}
+        for topic, side in sides.items():
+            side.set_result(found.get(topic))
+
+    threading.Thread(target=set_up, name="kafka-setup", daemon=True).start()
+    return sides
+
+
 def kafka_side_in_thread(
     settings: ProducerSettings, steps: Waterfall, transactions: Transactions | None = None
-) -> Future[KafkaSide]:
+) -> Future[KafkaSide | None]:
     """kafka_side(...), set up in a thread of its own while this one goes on."""
+
+    def set_up() -> KafkaSide | None:
+        return kafka_side(settings, steps, transactions)
+
     pool = ThreadPoolExecutor(1, thread_name_prefix="kafka-setup")
     try:
-        return pool.submit(kafka_side, settings, steps, transactions)
+        return pool.submit(set_up)
     finally:
         pool.shutdown(wait=False)  # the thread ends with its one task
 
 
-def discard(kafka: Future[KafkaSide]) -> None:
+def discard(kafka: Future[KafkaSide | None]) -> None:
     """Close the publisher a Kafka side set up in vain, once it is set up."""
 
-    def close(done: Future[KafkaSide]) -> None:
+    def close(done: Future[KafkaSide | None]) -> None:
         if not done.cancelled() and done.exception() is None:
-            done.result().publisher.close()
+            side = done.result()
+            if side is not None:
+                side.publisher.close()
 
     kafka.add_done_callback(close)

@@ -34,7 +34,7 @@ from producer.lake.follow import follow
 from producer.lake.prefetch import Prefetch
 from producer.lake.progress import ProgressBar
 from producer.lake.start import check_identity, check_topic, starting_point
-from producer.lake.startup import KafkaSide, discard, kafka_side_in_thread
+from producer.lake.startup import KafkaSide, discard, kafka_side, kafka_side_in_thread
 from producer.pools import FOLLOW, in_pool
 from producer.publish.publish import Publisher, Transactions
 from producer.publish.transactions import Tally, publish_chunk
@@ -58,7 +58,7 @@ def follow_table(
     resyncs: Resyncs,
     cycle: Cycle,
     steps: Waterfall | None = None,
-    kafka: Future[KafkaSide] | None = None,
+    kafka: Future[KafkaSide | None] | None = None,
     started: Callable[[], None] = lambda: None,
     transactions: Transactions | None = None,
     probes: Probes | None = None,
@@ -102,7 +102,7 @@ def _follow(
     resyncs: Resyncs,
     cycle: Cycle,
     steps: Waterfall,
-    kafka: Future[KafkaSide] | None,
+    kafka: Future[KafkaSide | None] | None,
     started: Callable[[], None],
     transactions: Transactions | None,
     probes: Probes | None,
@@ -118,7 +118,7 @@ def _follow(
     except BaseException:
         discard(kafka)
         raise
-    side = kafka.result()
+    side = kafka.result() or kafka_side(settings, steps, transactions)  # one set up alone
     publisher, position = side.publisher, side.position
     try:
         identity = Identity(config.table, source.table_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -36,6 +36,25 @@ class DataTopic:
     created: bool
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """A table's data topic as created when missing: partitions, and topic_config
+    (compacted by default: schemas/naming.py REPLAYABLE)."""
+
+    topic: str
+    partitions: int
+    topic_config: Mapping[str, str] = field(default_factory=lambda: REPLAYABLE)
+
+    def new_topics(self, max_message_bytes: int) -> list[NewTopic]:
+        """The data topic, taking messages up to max_message_bytes, and its compacted
+        progress topic."""
+        config = {**self.topic_config, "max.message.bytes": str(max_message_bytes)}
+        return [
+            NewTopic(self.topic, self.partitions, -1, config=config),
+            NewTopic(progress_topic(self.topic), 1, -1, config={"cleanup.policy": "compact"}),
+        ]
+
+
 def ensure_topics(
     kafka_config: KafkaConfig,
     topic: str,
@@ -43,41 +62,38 @@ def ensure_topics(
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     topic_config: Mapping[str, str] = REPLAYABLE,
 ) -> DataTopic:
-    """Create the data topic, taking messages up to max_message_bytes, with topic_config
-    (compacted by default: schemas/naming.py REPLAYABLE), and the compacted progress topic,
-    when missing; the data topic as found. Existing topics are left as they are. Both are
-    described by name through the process's one admin client: a lake's start asks for each
-    of its tables, and a listing of every topic costs as much as the cluster has topics."""
+    """One table's topics made when missing (ensure_all); its data topic as found."""
+    wanted = Wanted(topic, partitions, topic_config)
+    return ensure_all(kafka_config, [wanted], max_message_bytes)[topic]
+
+
+def ensure_all(
+    kafka_config: KafkaConfig, tables: list[Wanted], max_message_bytes: int = MAX_MESSAGE_BYTES
+) -> dict[str, DataTopic]:
+    """Create each table's data topic and progress topic when missing, in one request; the
+    data topics as found. Existing topics are left as they are. They are described by name
+    through the process's one admin client, in one request: a listing of every topic costs
+    as much as the cluster has topics."""
     admin = _admin(tuple(sorted(kafka_config.items())))
     where = str(kafka_config.get("bootstrap.servers", "?"))
-    wanted = [
-        NewTopic(
-            topic,
-            partitions,
-            -1,
-            config={
-                **topic_config,
-                "max.message.bytes": str(max_message_bytes),
-            },
-        ),
-        NewTopic(progress_topic(topic), 1, -1, config={"cleanup.policy": "compact"}),
-    ]
+    wanted = [new for table in tables for new in table.new_topics(max_message_bytes)]
+    names = [t.topic for t in wanted]
     try:
-        names = [t.topic for t in wanted]
         known = described(admin, names)
-        was_there = topic in known
         missing = [t for t in wanted if t.topic not in known]
         if missing:
             created(admin, missing)
-            known = _wait_until_described(admin, names, where)
+            known = {**known, **_wait_until_described(admin, names, where)}
     except KafkaException as exc:
         error = error_of(exc)
+        data_topics = ", ".join(repr(table.topic) for table in tables)
         if error.code() == KafkaError.TOPIC_EXCEPTION:  # Kafka's InvalidTopicException
             raise TableConfigError(
-                f"Kafka refuses the topic name {topic!r}: {TOPIC_NAMES}"
+                f"Kafka refuses the topic name {data_topics}: {TOPIC_NAMES}"
             ) from exc
-        raise client_failure(error, where, f"creating topic {topic}") from exc
-    return DataTopic(known[topic], created=not was_there)
+        raise client_failure(error, where, f"creating topic {data_topics}") from exc
+    made = {t.topic for t in missing}
+    return {t.topic: DataTopic(known[t.topic], created=t.topic in made) for t in tables}
 
 
 @functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from concurrent.futures import Future
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -90,6 +91,10 @@ class Transactor:
 
     def hand(self, chunk: Chunk) -> int:
         """Publish chunk in the next transaction; its rows sent, or Refused."""
+        return self.submit(chunk).result()
+
+    def submit(self, chunk: Chunk) -> Future[int]:
+        """hand(chunk), without waiting: its rows sent, or Refused, once committed."""
         with self._changed:
             self._handed.append(chunk)
             self._changed.notify_all()
@@ -98,7 +103,7 @@ class Transactor:
                     target=self._run, name=f"transactions-{self.transactional_id}", daemon=True
                 )
                 self._thread.start()
-        return chunk.rows.result()
+        return chunk.rows
 
     def close(self) -> None:
         """Serve the chunks handed, then end the thread and wait for what is in flight."""
