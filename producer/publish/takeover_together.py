@@ -3,7 +3,8 @@ for every table at once, by one progress reader and one transaction of claims in
 three readers and a transaction a table.
 
 1. every table's progress read by one reader (producer/lake/startup.py does, for the check
-   of which table it names);
+   of which table it names), but for a progress topic this start created: it is empty, or
+   holds what another start wrote since, which 4. reads;
 2. a table whose progress names a producer other than this process's is left to
    take_over alone, which fences that producer;
 3. the others' claims, handed together, commit in one transaction;

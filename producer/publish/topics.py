@@ -30,10 +30,12 @@ LIST_ATTEMPTS = 16
 @dataclass(frozen=True)
 class DataTopic:
     """A table's data topic: its Kafka id (another once deleted and created again), and
-    whether it was missing, so that this start created it."""
+    whether it was missing, so that this start created it; and whether its progress topic
+    was missing (progress_created: empty, or written since by another start only)."""
 
     id: str
     created: bool
+    progress_created: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,10 @@ def ensure_all(
             ) from exc
         raise client_failure(error, where, f"creating topic {data_topics}") from exc
     made = {t.topic for t in missing}
-    return {t.topic: DataTopic(known[t.topic], created=t.topic in made) for t in tables}
+    return {
+        t.topic: DataTopic(known[t.topic], t.topic in made, progress_topic(t.topic) in made)
+        for t in tables
+    }
 
 
 @functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it
