@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from producer import metrics
 from producer.follow.probes import Probes
-from producer.lake.lake import Begun, follow_all
-from producer.lake.startup import discard, kafka_sides_in_thread
+from producer.lake.lake import follow_all
+from producer.lake.startup import Begun, discard, kafka_sides_in_thread
 from producer.publish.publish import Transactions
 from producer.read.cycle import Cycle
 from producer.resync.resync import Resyncs

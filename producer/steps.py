@@ -5,7 +5,9 @@ the process started), so a slow start shows where its time went:
     {"event": "startup_step", "step": "spark_session", "ms": 5210, "at_s": 5.61, ...}
 
 Kafka's side of a start (producer/lake/startup.py) runs in a thread beside Spark's (the
-session, the Delta log), so the steps' durations add up to more than the last `at_s`.
+session, the Delta log), so the steps' durations add up to more than the last `at_s`. At a
+process's start it is set up for a group of tables at once: each of them logs the group's
+`topics`, `progress` and `kafka_transactions` steps.
 """
 
 from __future__ import annotations

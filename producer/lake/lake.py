@@ -4,6 +4,9 @@
 the exit code it calls for, and its Kafka side is set up while Spark starts (`Begun`).
 
 - Reads at the tables' heads are collected in one Spark job per cycle (producer/read/cycle.py).
+- Every table's Kafka side (its topics, progress and claim) is set up with the others'
+  while Spark starts (producer/lake/startup.py kafka_sides_in_thread); a table takes its
+  turn to start once its own is.
 - At most STARTING_AT_ONCE tables start at once: from their Delta logs' load until their
   first read is done or waits in the cycle for its job (the first Spark jobs of a table,
   which sample its rows' width and read its first chunk, are its slowest), or until they
@@ -35,7 +38,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,14 +46,13 @@ from producer import metrics
 from producer.errors import fails_every_table
 from producer.follow.probes import Probes
 from producer.lake.pacing import STARTING_AT_ONCE, TABLE_MAX_BACKOFF_S, Backoff, Starts
-from producer.lake.startup import KafkaSide, discard
+from producer.lake.startup import Begun, discard
 from producer.lake.table import follow_table
 from producer.publish.publish import Transactions
 from producer.read.cycle import Cycle
 from producer.resync.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
-from producer.steps import Waterfall
 from schemas.errors import CdfBridgeError
 from services.retry import Stopped, retrying
 
@@ -111,15 +113,6 @@ def named(exc: BaseException, spark: SparkSession) -> BaseException:
 
 
 @dataclass(frozen=True)
-class Begun:
-    """A table's start, begun while Spark starts: its steps and its Kafka side (None: one
-    it sets up itself)."""
-
-    steps: Waterfall
-    kafka: Future[KafkaSide | None]
-
-
-@dataclass(frozen=True)
 class _Shared:
     """What the tables of a process share. isolate: a table's own failure is retried while
     the others go on ([[tables]]); else it stops the process."""
@@ -172,6 +165,9 @@ class _Table:
         metrics.TABLE_FAILED.labels(self.topic).set(0)
 
         def attempt() -> None:
+            kafka = None if self.begun is None else self.begun.kafka
+            while kafka is not None and not wait([kafka], 0.2).done and not self.stop.is_set():
+                pass  # its Kafka side, set up with the others', is awaited before a turn
             with self.starts.turn(self.stop) as started:
                 self.backoff.attempt()
                 begun, self.begun = self.begun, None

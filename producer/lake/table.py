@@ -3,8 +3,8 @@ whether the process follows one table or a lake of them (producer/lake/lake.py):
 
 1. set up, Kafka's side in a thread beside Spark's (producer/lake/startup.py logs each step):
    the topics, the process's transactional producers started, the table taken over from
-   the producer its progress names (producer/publish/takeover.py), the progress read; the table's
-   Delta log; a resync asked for (producer/resync/resync.py) starts a new
+   the producer its progress names (producer/publish/takeover.py), the progress read, at a
+   process's start for every table together while Spark starts; the table's Delta log; a resync asked for (producer/resync/resync.py) starts a new
    generation with a snapshot at the latest version;
 2. the reader thread runs follow() (producer/lake/follow.py: poll, plan, read, encode, slice)
    one slice ahead of this one (producer/lake/prefetch.py); reads at the table's head are

@@ -39,7 +39,7 @@ def lake(endpoints: Endpoints, topics: list[str], transactional_id: str) -> Prod
 def started(settings: ProducerSettings, transactions: Transactions) -> dict[str, KafkaSide]:
     """Every table's Kafka side as a start sets it up: together, else alone."""
     steps = {source.topic_name: Waterfall(source.topic_name) for source in settings.sources()}
-    together = kafka_sides(settings, steps, transactions)
+    together = kafka_sides(settings, settings.sources(), steps, transactions)
     sides = {}
     for source in settings.sources():
         alone = settings.model_copy(update={"source": source, "tables": []})
@@ -68,7 +68,7 @@ def test_a_start_claims_the_tables_no_one_else_wrote_and_fences_the_owner_of_ano
     transactions = Transactions(kafka, settings.transactional_id(), tables=3)
     steps = {t: Waterfall(t) for t in (fresh, owned, elsewhere)}
 
-    together = kafka_sides(settings, steps, transactions)
+    together = kafka_sides(settings, settings.sources(), steps, transactions)
 
     assert together[owned] is None  # left to take_over, which fences its owner
     side = together[fresh]
