@@ -4,8 +4,6 @@ Whether an error is transient (back off and retry, keep progress) or terminal
 (stop, or dead-letter the message) is decided by its class alone.
 """
 
-from typing import ClassVar
-
 
 class CdfBridgeError(Exception):
     """Root of cdfbridge's errors; the message names the problem and the fix."""
@@ -15,8 +13,9 @@ class TransientError(CdfBridgeError):
     """May succeed if retried later: a service is down or still starting."""
 
     # Set by errors that mean waiting for another stage (not a failure): retried at least
-    # this often, whatever the back-off has grown to (services/retry.py).
-    poll_s: ClassVar[float | None] = None
+    # this often, whatever the back-off has grown to (services/retry.py); an error may
+    # set its own.
+    poll_s: float | None = None
 
 
 class TerminalError(CdfBridgeError):

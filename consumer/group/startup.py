@@ -18,6 +18,7 @@ from confluent_kafka import Consumer
 
 from consumer.group.batch import TopicPartitionKey
 from consumer.group.dlq import DeadLetters
+from consumer.group.errors import NotPublishedYetError
 from consumer.group.kafka import (
     ASSUMED_PARTITIONS,
     DEAD_LETTER_HEADROOM,
@@ -27,6 +28,7 @@ from consumer.group.kafka import (
     prefetch_kbytes,
 )
 from consumer.group.registry import Schemas
+from consumer.group.unpublished import UNPUBLISHED
 from consumer.group.writer import BatchWriter
 from consumer.settings import ConsumerSettings
 from schemas.errors import TransientError
@@ -92,7 +94,8 @@ def open_writer(
         log.warning("waiting for services", extra={"error": str(exc)[:300]})
     wait = retrying("services", max_backoff_s=settings.consumer.max_backoff_seconds, stop=stop)
     try:
-        return wait(_writer, settings, dead_letters)
+        with UNPUBLISHED.waiting():
+            return wait(_writer, settings, dead_letters)
     except Stopped:
         return None
 
@@ -102,7 +105,11 @@ def _writer(settings: ConsumerSettings, dead_letters: DeadLetters) -> BatchWrite
     schemas = Schemas(settings.schema_registry.client_config())
     # Not published yet (NotPublishedYetError): found by one request to the registry, before
     # any client of ClickHouse or Kafka is made for an attempt that would fail anyway.
-    schemas.latest_value(settings.consumer.topic)
+    try:
+        schemas.latest_value(settings.consumer.topic)
+    except NotPublishedYetError as exc:
+        exc.poll_s = UNPUBLISHED.poll_s()  # the process's waiting tables' looks spaced
+        raise
     target = settings.target()
     writer = BatchWriter.create(settings, target, schemas, dead_letters)
     largest = settings.kafka.max_message_bytes + DEAD_LETTER_HEADROOM
