@@ -5,8 +5,8 @@ the exit code it calls for, and its Kafka side is set up while Spark starts (`Be
 
 - Reads at the tables' heads are collected in one Spark job per cycle (producer/read/cycle.py).
 - Every table's Kafka side (its topics, progress and claim) is set up with the others'
-  while Spark starts (producer/lake/startup.py kafka_sides_in_thread); a table takes its
-  turn to start once its own is.
+  while Spark starts (producer/lake/startup.py kafka_sides_in_thread), in the tables'
+  order, the order in which they take their turns to start.
 - At most STARTING_AT_ONCE tables start at once: from their Delta logs' load until their
   first read is done or waits in the cycle for its job (the first Spark jobs of a table,
   which sample its rows' width and read its first chunk, are its slowest), or until they
@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -165,9 +164,6 @@ class _Table:
         metrics.TABLE_FAILED.labels(self.topic).set(0)
 
         def attempt() -> None:
-            kafka = None if self.begun is None else self.begun.kafka
-            while kafka is not None and not wait([kafka], 0.2).done and not self.stop.is_set():
-                pass  # its Kafka side, set up with the others', is awaited before a turn
             with self.starts.turn(self.stop) as started:
                 self.backoff.attempt()
                 begun, self.begun = self.begun, None
