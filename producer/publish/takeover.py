@@ -61,7 +61,7 @@ def take_over(
     topic, fenced = progress.data_topic, set(mine)
     position, owners = _first_read(progress, mine, committed)  # 1.
     for _ in range(MAX_ROUNDS):
-        theirs = {*_writer(position, owners, topic), *_claimant(owners, topic)} - fenced
+        theirs = {*writer_ids(position, owners, topic), *claimant_ids(owners, topic)} - fenced
         if theirs:  # 2.
             _fence(kafka_config, theirs, fenced)
             position, owners = progress.read_owners(owners.end)
@@ -78,11 +78,13 @@ def take_over(
     raise UnreachableError("Kafka", where, MAX_ROUNDS, why)
 
 
-def _writer(position: Position, owners: Owners, topic: str) -> list[str]:
+def writer_ids(position: Position, owners: Owners, topic: str) -> list[str]:
+    """The ids of the producer that wrote the table's version record, if any."""
     return ids_of(position.owner, topic) if owners.recorded else []
 
 
-def _claimant(owners: Owners, topic: str) -> list[str]:
+def claimant_ids(owners: Owners, topic: str) -> list[str]:
+    """The ids of the producer that made the table's last claim, if any."""
     return [] if owners.claimant is None else ids_of(owners.claimant, topic)
 
 

@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from producer.publish.handed import Chunk
 from producer.publish.publish import Publisher
 from producer.publish.refusals import Refused
-from producer.publish.takeover import MARKERS_S, ids_of
+from producer.publish.takeover import MARKERS_S, claimant_ids, ids_of, writer_ids
 from schemas.progress import Position
 from services.progress_reads import read_together
 from services.progress_topic import Reading
@@ -69,10 +69,9 @@ def take_over_together(
 def _others(reading: Reading, mine: list[str], topic: str) -> set[str]:
     """The transactional ids of the producers other than this process's that wrote the
     table's version record or made its last claim."""
-    position, owners = reading.position(), reading.owners
-    wrote = ids_of(position.owner, topic) if owners.recorded else []
-    claimed = [] if owners.claimant is None else ids_of(owners.claimant, topic)
-    return {*wrote, *claimed} - set(mine)
+    owners = reading.owners
+    theirs = {*writer_ids(reading.position(), owners, topic), *claimant_ids(owners, topic)}
+    return theirs - set(mine)
 
 
 def _committed(claim: Future[int]) -> bool:
