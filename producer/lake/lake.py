@@ -7,10 +7,10 @@ the exit code it calls for, and its Kafka side is set up while Spark starts (`Be
 - Every table's Kafka side (its topics, progress and claim) is set up with the others'
   while Spark starts (producer/lake/startup.py kafka_sides_in_thread), in the tables'
   order, the order in which they take their turns to start.
-- At most STARTING_AT_ONCE tables start at once: from their Delta logs' load until their
-  first read is done or waits in the cycle for its job (the first Spark jobs of a table,
-  which sample its rows' width and read its first chunk, are its slowest), or until they
-  find nothing to read. The first ones reach their heads and publish while the others
+- At most STARTING_AT_ONCE tables start at once, in the tables' order (pacing.py): from
+  their Delta logs' load until their first read is done or waits in the cycle for its job
+  (the first Spark jobs of a table, which sample its rows' width and read its first
+  chunk, are its slowest), or until they find nothing to read. The first ones reach their heads and publish while the others
   wait their turn, instead of all loading and reading together, each slowed by all the
   others. A read waiting in the cycle adds no job of its own: it joins the cycle's.
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
@@ -151,6 +151,7 @@ class _Table:
         self.error: BaseException | None = None  # what stopped every table, if this saw it
         self.backoff = Backoff()
         self.begun = begun  # taken by the first attempt
+        self.ticket: int | None = shared.starts.ticket()  # the first attempt's turn, in order
         self.thread = threading.Thread(target=self._run, name=f"table-{self.topic}", daemon=True)
 
     def _run(self) -> None:
@@ -164,7 +165,8 @@ class _Table:
         metrics.TABLE_FAILED.labels(self.topic).set(0)
 
         def attempt() -> None:
-            with self.starts.turn(self.stop) as started:
+            ticket, self.ticket = self.ticket, None  # a retry waits behind every other
+            with self.starts.turn(self.stop, ticket) as started:
                 self.backoff.attempt()
                 begun, self.begun = self.begun, None
                 if started is not None:  # else the process stops

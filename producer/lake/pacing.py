@@ -3,6 +3,8 @@ back-off before its next attempt."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,30 +18,60 @@ STARTING_AT_ONCE = 4  # tables setting up at once: each keeps Spark's driver bus
 
 
 class Starts:
-    """The turns of tables to set up, `size` at a time."""
+    """The turns of tables to set up, `size` at a time, taken in the order of the tickets
+    asked for (`ticket`): the lake's tables in their order, which is also the order in
+    which their Kafka sides are set up (producer/lake/startup.py), not in the order their
+    threads happen to be scheduled."""
 
     def __init__(self, size: int = STARTING_AT_ONCE) -> None:
-        self._turns = threading.BoundedSemaphore(size)
+        self._size, self._taken = size, 0
+        self._waiting: list[int] = []  # the tickets waiting for a turn, a heap
+        self._tickets = itertools.count()
+        self._changed = threading.Condition()
+
+    def ticket(self) -> int:
+        """A place in the order of turns, after every ticket asked for before."""
+        return next(self._tickets)
 
     @contextmanager
-    def turn(self, stop: threading.Event) -> Iterator[Callable[[], None] | None]:
-        """A turn, as the callable that gives it back (once, or on leaving); None when stop
-        is set before one comes."""
-        while not self._turns.acquire(timeout=0.2):
-            if stop.is_set():
-                yield None
-                return
+    def turn(
+        self, stop: threading.Event, ticket: int | None = None
+    ) -> Iterator[Callable[[], None] | None]:
+        """A turn, once every earlier ticket waiting has had one, as the callable that gives
+        it back (once, or on leaving); None when stop is set before one comes. ticket: a
+        new one, after every other, when not given."""
+        if not self._wait(stop, self.ticket() if ticket is None else ticket):
+            yield None
+            return
         given = threading.Event()
 
         def give_back() -> None:
             if not given.is_set():
                 given.set()
-                self._turns.release()
+                with self._changed:
+                    self._taken -= 1
+                    self._changed.notify_all()
 
         try:
             yield give_back
         finally:
             give_back()
+
+    def _wait(self, stop: threading.Event, ticket: int) -> bool:
+        """Whether the turn was taken (else the process stops)."""
+        with self._changed:
+            heapq.heappush(self._waiting, ticket)
+            while self._taken >= self._size or self._waiting[0] != ticket:
+                if stop.is_set():
+                    self._waiting.remove(ticket)
+                    heapq.heapify(self._waiting)
+                    self._changed.notify_all()
+                    return False
+                self._changed.wait(0.2)
+            heapq.heappop(self._waiting)
+            self._taken += 1
+            self._changed.notify_all()  # the next ticket may take a turn left
+            return True
 
 
 class Backoff:

@@ -71,7 +71,7 @@ def test_a_table_with_nothing_to_read_gives_its_turn_back(
     caplog.clear()
     caplog.set_level(logging.INFO, logger="cdfbridge.producer")
 
-    # One turn, taken by a first (the tables' threads start in order): a has nothing to
+    # One turn, taken by a first (turns go in the tables' order): a has nothing to
     # read, and b starts only once a gives its turn back.
     _publish(endpoints, [entry["a"], entry["b"]], spark, [topics["b"]])
 

@@ -2,6 +2,7 @@
 attempt had run long enough to count as a recovery. And the turns of tables to set up."""
 
 import threading
+import time
 
 from producer.lake.pacing import HEALTHY_S, TABLE_MAX_BACKOFF_S, Backoff, Starts
 
@@ -66,6 +67,46 @@ def test_a_table_waiting_for_its_turn_leaves_when_the_process_stops() -> None:
             assert turn is None
 
 
-def _take(starts: Starts, stop: threading.Event, taken: list[object]) -> None:
-    with starts.turn(stop) as turn:
+def _take(
+    starts: Starts, stop: threading.Event, taken: list[object], ticket: int | None = None
+) -> None:
+    with starts.turn(stop, ticket) as turn:
         taken.append(turn)
+
+
+def test_turns_go_in_the_order_of_the_tickets_not_of_the_threads() -> None:
+    starts, stop = Starts(size=1), threading.Event()
+    tickets = [starts.ticket() for _ in range(8)]
+    order: list[int] = []
+
+    def take(ticket: int) -> None:
+        with starts.turn(stop, ticket) as turn:
+            assert turn is not None
+            order.append(ticket)
+            time.sleep(0.01)
+
+    with starts.turn(stop, starts.ticket()):  # asked for last, taken while no one waits
+        waiting = [threading.Thread(target=take, args=(t,)) for t in reversed(tickets)]
+        for thread in waiting:  # the latest ticket first
+            thread.start()
+            time.sleep(0.05)
+    for thread in waiting:
+        thread.join(5)
+    assert order == tickets
+
+
+def test_a_ticket_that_leaves_when_its_table_stops_keeps_no_later_one_waiting() -> None:
+    starts, stop, leaving = Starts(size=1), threading.Event(), threading.Event()
+    held, gone, after = starts.ticket(), starts.ticket(), starts.ticket()
+    left: list[object] = []
+    taken: list[object] = []
+    with starts.turn(stop, held):
+        leaver = threading.Thread(target=lambda: _take(starts, leaving, left, gone))
+        waiter = threading.Thread(target=lambda: _take(starts, stop, taken, after))
+        leaver.start()
+        waiter.start()
+        leaving.set()
+        leaver.join(5)
+        assert left == [None]  # it left without a turn
+    waiter.join(5)
+    assert not waiter.is_alive() and len(taken) == 1 and taken[0] is not None
