@@ -12,11 +12,11 @@ import logging
 import re
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from consumer.settings import ConsumerSettings
 from schemas.errors import ConfigError, ServiceUnavailableError
 from schemas.naming import dlq_topic, progress_topic
+from services.kafka_topics import admin_client
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 30
@@ -73,7 +73,7 @@ def matching(pattern: str, topics: set[str]) -> list[str]:
 
 
 def broker_topics(settings: ConsumerSettings) -> set[str]:
-    admin = AdminClient(settings.kafka.client_config())
+    admin = admin_client(settings.kafka.client_config())
     try:
         return set(admin.list_topics(timeout=TIMEOUT_S).topics)
     except KafkaException as exc:

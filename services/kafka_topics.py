@@ -4,6 +4,10 @@ creating the topic, with the broker's partition count and retention."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from typing import Any
+
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -16,6 +20,17 @@ TIMEOUT_S = 30
 CREATE_ATTEMPTS = 16
 # A topic not there, or just created and without leaders yet.
 _NOT_YET = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE)
+
+
+def admin_client(kafka_config: Mapping[str, Any]) -> AdminClient:
+    """The process's admin client for a Kafka config, made once: librdkafka's clients are
+    thread-safe, and each one made costs its threads and its connections to every broker."""
+    return _admin(tuple(sorted(kafka_config.items())))
+
+
+@functools.lru_cache(maxsize=8)  # a process has one Kafka config, a test run a few
+def _admin(config: tuple[tuple[str, Any], ...]) -> AdminClient:
+    return AdminClient(dict(config))
 
 
 def described(admin: AdminClient, topics: list[str]) -> dict[str, str]:

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import ConfigResource, ResourceType
 
 from consumer.group.offsets import PartitionOffsets, positions
 from schemas.errors import TerminalError
 from schemas.progress import Generation
 from services.kafka_errors import error_of
+from services.kafka_topics import admin_client
 from services.service_errors import client_failure
 
 TIMEOUT_S = 30
@@ -81,7 +82,7 @@ def refusal(topic: str, reader: str, missing: list[Gap]) -> HistoryGoneError:
 def retention(kafka_config: Mapping[str, Any], topic: str) -> str | None:
     """What deletes the topic's history, as a sentence, or None when it keeps it: compacted,
     or deleting after no time and no size."""
-    admin = AdminClient(dict(kafka_config))
+    admin = admin_client(kafka_config)
     resource = ConfigResource(ResourceType.TOPIC, topic)
     try:
         config = admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from consumer.group.errors import CommitRefusedError, OffsetsRefusedError, TopicRefusedError
 from schemas.errors import CdfBridgeError, ServiceUnavailableError
 from services.kafka_errors import describe, error_of, passing
-from services.kafka_topics import created
+from services.kafka_topics import admin_client, created
 from services.retry import retrying
 from services.settings import MAX_MESSAGE_BYTES
 
@@ -130,7 +130,7 @@ def ensure_topic(
     max_message_bytes: int = MAX_MESSAGE_BYTES + DEAD_LETTER_HEADROOM,
 ) -> None:
     """Create `topic` unless it exists (the dead-letter topic, on start-up)."""
-    admin = AdminClient(dict(client_config))
+    admin = admin_client(client_config)
     config = {"max.message.bytes": str(max_message_bytes)}
     try:
         created(admin, [NewTopic(topic, partitions, config=config)])
@@ -150,7 +150,7 @@ def partition_count(client_config: Mapping[str, Any], topic: str) -> int | None:
 
 def partition_counts(client_config: Mapping[str, Any], topics: list[str]) -> list[int | None]:
     """partition_count of each topic, asked in one request."""
-    admin = AdminClient(dict(client_config))
+    admin = admin_client(client_config)
     found = admin.describe_topics(TopicCollection(topics), request_timeout=TIMEOUT_S)
     counts: list[int | None] = []
     for topic in topics:
@@ -164,7 +164,7 @@ def partition_counts(client_config: Mapping[str, Any], topics: list[str]) -> lis
 def topic_id(client_config: Mapping[str, Any], topic: str) -> str:
     """Kafka's id of the topic (KIP-516): a topic deleted and created again under the same
     name gets a new one, and its offsets start at 0 again."""
-    admin = AdminClient(dict(client_config))
+    admin = admin_client(client_config)
     future = admin.describe_topics(TopicCollection([topic]), request_timeout=30)[topic]
     try:
         return str(future.result(timeout=30).topic_id)

@@ -18,10 +18,9 @@ from confluent_kafka import (
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
 
 from schemas.errors import ConfigError, ServiceUnavailableError
-from services.kafka_topics import described
+from services.kafka_topics import admin_client, described
 
 TIMEOUT_S = 30
 
@@ -145,7 +144,7 @@ def targets(
 def reset(client_config: Mapping[str, Any], group: str, offsets: list[TopicPartition]) -> None:
     """Move the group's offsets. Kafka refuses a group with running consumers partition by
     partition, in the result and not as an exception: each partition's error is checked."""
-    admin = AdminClient(dict(client_config))
+    admin = admin_client(client_config)
     request = [ConsumerGroupTopicPartitions(group, offsets)]
     try:
         done = admin.alter_consumer_group_offsets(request)[group].result(timeout=TIMEOUT_S)
@@ -168,7 +167,7 @@ def _unmoved(group: str, why: str) -> ConfigError:
 def exists(client_config: Mapping[str, Any], topic: str) -> bool:
     """Whether the brokers know the topic, described without creating it (a topic made by
     asking would have the broker's partition count and retention, not the producer's)."""
-    admin = AdminClient(dict(client_config))
+    admin = admin_client(client_config)
     try:
         return topic in described(admin, [topic])
     except KafkaException as exc:
@@ -177,7 +176,7 @@ def exists(client_config: Mapping[str, Any], topic: str) -> bool:
 
 def members(client_config: Mapping[str, Any], group: str) -> int:
     """How many consumers the group has now (0 for a group that does not exist)."""
-    admin = AdminClient(dict(client_config))
+    admin = admin_client(client_config)
     try:
         found = admin.describe_consumer_groups([group])[group].result(timeout=TIMEOUT_S)
     except KafkaException as exc:

@@ -3,7 +3,6 @@ missing, and waited for until the cluster describes them."""
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from schemas.errors import TableConfigError
 from schemas.naming import REPLAYABLE, progress_topic
 from services.kafka_errors import error_of
-from services.kafka_topics import created, described
+from services.kafka_topics import admin_client, created, described
 from services.retry import retrying
 from services.service_errors import KafkaUnavailableError, client_failure
 from services.settings import MAX_MESSAGE_BYTES, KafkaConfig
@@ -76,7 +75,7 @@ def ensure_all(
     data topics as found. Existing topics are left as they are. They are described by name
     through the process's one admin client, in one request: a listing of every topic costs
     as much as the cluster has topics."""
-    admin = _admin(tuple(sorted(kafka_config.items())))
+    admin = admin_client(kafka_config)
     where = str(kafka_config.get("bootstrap.servers", "?"))
     wanted = [new for table in tables for new in table.new_topics(max_message_bytes)]
     names = [t.topic for t in wanted]
@@ -99,12 +98,6 @@ def ensure_all(
         t.topic: DataTopic(known[t.topic], t.topic in made, progress_topic(t.topic) in made)
         for t in tables
     }
-
-
-@functools.lru_cache(maxsize=1)  # a process has one Kafka config; another replaces it
-def _admin(config: tuple[tuple[str, str | int | float | bool], ...]) -> AdminClient:
-    """The process's admin client for a Kafka config."""
-    return AdminClient(dict(config))
 
 
 def _wait_until_described(admin: AdminClient, topics: list[str], where: str) -> dict[str, str]:
