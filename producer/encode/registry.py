@@ -66,12 +66,26 @@ class TopicSchemas:
         if self.key and self.value and (self.key.schema, self.value.schema) == (key, value):
             return
         old_key, old_value = (None, None) if self.new_generation else self._carried()
-        if old_value is not None and old_value != value:
-            check_additive(old_value, value, self.table, version)
-        if old_key is not None and bare(old_key) != bare(key):
+        if old_value is not None and old_value.schema != value:
+            check_additive(old_value.schema, value, self.table, version)
+        if old_key is not None and bare(old_key.schema) != bare(key):
             raise SchemaChangeError(self.table, version, "the primary-key columns changed type")
-        self.key = self._register(key_subject(self.topic), key, version)
-        self.value = self._register(value_subject(self.topic), value, version)
+        # The schemas the topic was published with are registered, each subject's level set
+        # too (both came before its first chunk): a restart registers nothing again. Ones a
+        # process registered but published nothing with may lack the level: registered again.
+        settled = old_value is not None and (
+            self.value is not None or old_value.schema_id == self.carried_value
+        )
+        self.key = (
+            old_key
+            if settled and old_key is not None and old_key.schema == key
+            else self._register(key_subject(self.topic), key, version)
+        )
+        self.value = (
+            old_value
+            if settled and old_value is not None and old_value.schema == value
+            else self._register(value_subject(self.topic), value, version)
+        )
         self.new_generation = False
         self.registered(self.value.schema_id)
 
@@ -81,24 +95,24 @@ class TopicSchemas:
         shape of its schema to its end (schemas/changes.py)."""
         if self._carries_generation is None:
             carried = None if self.new_generation else self._carried()[1]
-            names = {f["name"] for f in carried["fields"]} if carried is not None else None
+            names = {f["name"] for f in carried.schema["fields"]} if carried is not None else None
             self._carries_generation = names is None or GENERATION in names
         return self._carries_generation
 
-    def _carried(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    def _carried(self) -> tuple[WireSchema | None, WireSchema | None]:
         """The key and value schemas the topic carries: the last ones used, else, after a
         restart, the value schema the progress record names (the subject's latest when it
         names none) and the key subject's latest. The registry alone would take a renamed or
         dropped column for a BACKWARD-compatible change (the old field is ignored, the new
         one null)."""
         if self.key is not None and self.value is not None:
-            return self.key.schema, self.value.schema
+            return self.key, self.value
         value = self._by_id(self.carried_value) if self.carried_value is not None else None
         if value is None:
             value = self._latest(value_subject(self.topic))
         return self._latest(key_subject(self.topic)), value
 
-    def _by_id(self, schema_id: int) -> dict[str, Any] | None:
+    def _by_id(self, schema_id: int) -> WireSchema | None:
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         try:
@@ -107,10 +121,9 @@ class TopicSchemas:
             if exc.http_status_code == 404:  # a registry that lost it: the latest then
                 return None
             raise
-        schema: dict[str, Any] = json.loads(registered.schema_str)
-        return schema
+        return WireSchema(json.loads(registered.schema_str), schema_id)
 
-    def _latest(self, subject: str) -> dict[str, Any] | None:
+    def _latest(self, subject: str) -> WireSchema | None:
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         try:
@@ -121,8 +134,7 @@ class TopicSchemas:
             if exc.http_status_code == 404:  # a new topic: nothing registered yet
                 return None
             raise
-        schema: dict[str, Any] = json.loads(registered.schema.schema_str)
-        return schema
+        return WireSchema(json.loads(registered.schema.schema_str), int(registered.schema_id))
 
     def _register(self, subject: str, schema: dict[str, Any], version: int) -> WireSchema:
         from confluent_kafka.schema_registry import Schema
