@@ -10,9 +10,10 @@ the exit code it calls for, and its Kafka side is set up while Spark starts (`Be
 - At most STARTING_AT_ONCE tables start at once, in the tables' order (pacing.py): from
   their Delta logs' load until their first read is done or waits in the cycle for its job
   (the first Spark jobs of a table, which sample its rows' width and read its first
-  chunk, are its slowest), or until they find nothing to read. The first ones reach their heads and publish while the others
-  wait their turn, instead of all loading and reading together, each slowed by all the
-  others. A read waiting in the cycle adds no job of its own: it joins the cycle's.
+  chunk, are its slowest), or until they find nothing to read. The first ones reach their
+  heads and publish while the others wait their turn, instead of all loading and reading
+  together, each slowed by all the others. A read waiting in the cycle adds no job of its
+  own: it joins the cycle's.
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
   snapshots) run in one pool and fresh commits in another (producer/read/chunks.py), so a big
   backfill's tasks take turns with the small tables' fresh commits instead of queueing
