@@ -21,17 +21,22 @@ class Starts:
     """The turns of tables to set up, `size` at a time, taken in the order of the tickets
     asked for (`ticket`): the lake's tables in their order, which is also the order in
     which their Kafka sides are set up (producer/lake/startup.py), not in the order their
-    threads happen to be scheduled."""
+    threads happen to be scheduled. A ticket holds its place from the moment it is asked
+    for, so a later one waits even for a table whose thread has not asked for its turn
+    yet; it leaves its place when its table stops waiting."""
 
     def __init__(self, size: int = STARTING_AT_ONCE) -> None:
         self._size, self._taken = size, 0
-        self._waiting: list[int] = []  # the tickets waiting for a turn, a heap
+        self._waiting: list[int] = []  # the tickets given and not served yet, a heap
         self._tickets = itertools.count()
         self._changed = threading.Condition()
 
     def ticket(self) -> int:
         """A place in the order of turns, after every ticket asked for before."""
-        return next(self._tickets)
+        with self._changed:
+            ticket = next(self._tickets)
+            heapq.heappush(self._waiting, ticket)
+            return ticket
 
     @contextmanager
     def turn(
@@ -60,7 +65,6 @@ class Starts:
     def _wait(self, stop: threading.Event, ticket: int) -> bool:
         """Whether the turn was taken (else the process stops)."""
         with self._changed:
-            heapq.heappush(self._waiting, ticket)
             while self._taken >= self._size or self._waiting[0] != ticket:
                 if stop.is_set():
                     self._waiting.remove(ticket)

@@ -76,6 +76,7 @@ def _take(
 
 def test_turns_go_in_the_order_of_the_tickets_not_of_the_threads() -> None:
     starts, stop = Starts(size=1), threading.Event()
+    held = starts.ticket()
     tickets = [starts.ticket() for _ in range(8)]
     order: list[int] = []
 
@@ -85,7 +86,7 @@ def test_turns_go_in_the_order_of_the_tickets_not_of_the_threads() -> None:
             order.append(ticket)
             time.sleep(0.01)
 
-    with starts.turn(stop, starts.ticket()):  # asked for last, taken while no one waits
+    with starts.turn(stop, held):  # the first ticket, taken while the others start
         waiting = [threading.Thread(target=take, args=(t,)) for t in reversed(tickets)]
         for thread in waiting:  # the latest ticket first
             thread.start()
@@ -110,3 +111,21 @@ def test_a_ticket_that_leaves_when_its_table_stops_keeps_no_later_one_waiting() 
         assert left == [None]  # it left without a turn
     waiter.join(5)
     assert not waiter.is_alive() and len(taken) == 1 and taken[0] is not None
+
+
+def test_a_later_ticket_waits_for_an_earlier_one_whose_table_has_not_asked_yet() -> None:
+    starts, stop = Starts(size=1), threading.Event()
+    first, second = starts.ticket(), starts.ticket()
+    order: list[int] = []
+
+    def take(ticket: int) -> None:
+        with starts.turn(stop, ticket):
+            order.append(ticket)
+
+    late = threading.Thread(target=take, args=(second,))
+    late.start()  # asks before the first ticket's table does
+    late.join(0.5)
+    assert late.is_alive() and order == []  # the first ticket keeps its place
+    take(first)
+    late.join(5)
+    assert order == [first, second]
