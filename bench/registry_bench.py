@@ -14,18 +14,19 @@ registry process, read from /proc) for each. Needs the stack's registry
 from __future__ import annotations
 
 import argparse
-import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from output import table
+from stages import tree_cpu_s
 
 from producer.encode.registry import TopicSchemas
 from schemas.naming import key_subject, value_subject
 from services.registry_client import registry_client
 from services.settings import SchemaRegistrySettings
+from stack import services
+from stack.settings import StackSettings
 
 KEY = {"type": "record", "name": "k", "fields": [{"name": "id", "type": "long"}]}
 VALUE = {
@@ -40,16 +41,9 @@ VALUE = {
 
 
 def registry_cpu_s() -> float:
-    """CPU seconds of the registry's JVM (the stack's: `quarkus.http.port` on its line)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-            if b"quarkus.http.port" in line and b"java" in line:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except OSError:
-            continue
-    return float("nan")
+    """CPU seconds of the stack's registry process so far."""
+    found = [x.pid for x in services.status(StackSettings()) if x.name == "registry" and x.pid]
+    return tree_cpu_s(found[0]) if found else float("nan")
 
 
 def run(
