@@ -25,6 +25,7 @@ from producer.encode.encode import (
     KEY_IS_NULL,
     ORDER,
     PREIMAGE,
+    VALUE,
     Encoding,
     describe_key,
 )
@@ -32,6 +33,16 @@ from producer.errors import DuplicateKeyError, NullKeyError
 from producer.follow.course import SAMPLE_ROWS
 from producer.follow.plan import Chunk
 from services.spark_session import column
+
+# An encoded frame's columns as Spark's toArrow hands them: what a read of no change holds.
+ENCODED = pa.schema(
+    [
+        *((name, pa.binary()) for name in (KEY, VALUE)),
+        (ORDER, pa.int64()),
+        *((name, pa.bool_()) for name in (KEY_IS_NULL, IS_DELETE, PREIMAGE)),
+        (KEY_HASH, pa.int64()),
+    ]
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

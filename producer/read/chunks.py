@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from producer import metrics
 from producer.encode.encode import Encoding, snapshot_changes
-from producer.encode.slices import Slice, encoded_slices, finished, sample
+from producer.encode.slices import ENCODED, Slice, encoded_slices, finished, sample
 from producer.encode.table_schemas import RangeSchemas, TableSchema
 from producer.follow.course import Course, Estimates, Span
 from producer.follow.plan import Chunk
@@ -130,8 +130,7 @@ class Chunks:
         rows = sum(self.estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
         return self.course.width.nbytes(rows)
 
-    def _cycle_for(self, chunk: Chunk) -> Cycle | None:
-        """The cycle that reads chunk: one of a single slice at the head; else None."""
+    def _cycle_for(self, chunk: Chunk) -> Cycle | None:  # a chunk of one slice at the head
         return None if self.path != "head" or chunk.slices > 1 or chunk.snapshot else self.cycle
 
     def _shared(self, cycle: Cycle, chunk: Chunk, plan: FilePlan, began: float, head: int) -> Slice:
@@ -183,6 +182,9 @@ class Chunks:
         with reading(self.table, first, last):
             cycle = self._cycle_for(chunk)  # read: its files planned where the cycle reads it
             plan = self.source.plan_changes(first, last) if cycle and chunk.sized else None
+            if plan is not None and not plan.scans:  # no file holds a change: no Spark job
+                yield self._slice(chunk, 0, ENCODED.empty_table(), (began, time.monotonic()), head)
+                return
             if cycle is not None and plan is not None and len(plan.scans) == 1:
                 self.ranges.check_columns(plan.columns, schema, chunk)
                 yield self._shared(cycle, chunk, plan, began, head)  # a scan others' may share
@@ -196,8 +198,7 @@ class Chunks:
             yield from self._slices(frame, chunk, head, began)
 
     def _sized(self, frame: DataFrame, chunk: Chunk, schema: TableSchema) -> Chunk:
-        """chunk, its slices counted if the history had no row count for it."""
-        if chunk.sized:
+        if chunk.sized:  # else its slices counted: the history had no row count for it
             return chunk
         if not self.course.width.known:
             self._sample(frame, schema)

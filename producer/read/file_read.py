@@ -99,7 +99,8 @@ def shape_of(protocol: dict[str, Any], metadata: dict[str, Any]) -> Shape | None
 @dataclass(frozen=True)
 class FilePlan:
     """A span's files as Parquet scans: one for all, and a second for the files the span
-    adds and then removes; each scan's files by name, with what their rows are given."""
+    adds and then removes; each scan's files by name, with what their rows are given. No
+    scan: no file of the span holds a change."""
 
     shape: Shape
     scans: tuple[dict[str, Tag], ...]
@@ -122,8 +123,10 @@ def plan_files(
     where a file's path, name or partition value, or a commit's time, is not what this path
     reads."""
     files = [(version, file) for version, found in commits for file in found.files]
-    if not files or RESERVED & set(shape.columns):
+    if RESERVED & set(shape.columns):
         return None
+    if not files:  # no file of the span holds a change (a CREATE, OPTIMIZE): no scan at all
+        return FilePlan(shape, ())
     stamps = _timestamps(spark, log, commits)
     if stamps is None:
         return None
@@ -143,9 +146,13 @@ def plan_files(
 
 
 def read_plan(spark: SparkSession, plan: FilePlan) -> DataFrame:
-    """plan's rows: a few py4j calls a scan, the scan and two projections."""
+    """plan's rows: a few py4j calls a scan, the scan and two projections; none without
+    a scan."""
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
+    if not plan.scans:
+        return spark.createDataFrame([], StructType.fromJson(json.loads(plan.shape.read_schema)))
     frames = [DataFrame(scan(spark, plan.shape, tags), spark) for tags in plan.scans]
     return balanced_union(frames)
 

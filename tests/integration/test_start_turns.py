@@ -12,11 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from producer.lake import lake as lake_module
+from producer.run import run
+from services.progress_topic import Progress
 from tests.conftest import unique
 from tests.endpoints import Endpoints
-from tests.integration.test_many_tables import _run_into, lake, published_once
+from tests.integration.test_many_tables import (
+    _run_into,
+    lake,
+    producer_settings,
+    published_once,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -76,3 +84,35 @@ def test_a_table_with_nothing_to_read_gives_its_turn_back(
     _publish(endpoints, [entry["a"], entry["b"]], spark, [topics["b"]])
 
     assert _starts(caplog.records) == [topics["a"], topics["b"]]
+
+
+def _reads(reader: str) -> float:
+    found = REGISTRY.get_sample_value("cdfbridge_producer_change_reads_total", {"reader": reader})
+    return found or 0.0
+
+
+def test_a_table_created_with_no_row_publishes_its_first_version_without_a_read(
+    spark: Any, endpoints: Endpoints, tmp_path: Path
+) -> None:
+    """Its CREATE commit adds no file: read as no change, not by Delta's reader (whose
+    snapshots and job wait for any Spark job running, holding the table's turn)."""
+    empty, filled = str(tmp_path / "empty"), str(tmp_path / "filled")
+    for path in (empty, filled):
+        spark.sql(
+            f"CREATE TABLE delta.`{path}` (id BIGINT, name STRING) USING delta "
+            "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+        )
+    spark.sql(f"INSERT INTO delta.`{filled}` VALUES (1, 'a'), (2, 'b')")
+    topics = {path: unique("created") for path in (empty, filled)}
+    entries = [
+        {"table": path, "primary_key": "id", "topic": topics[path], "until_version": last}
+        for path, last in ((empty, 0), (filled, 1))
+    ]
+    delta_reads = _reads("delta")
+
+    run(producer_settings(endpoints, entries), spark=spark)
+
+    for path, last in ((empty, 0), (filled, 1)):
+        assert Progress({"bootstrap.servers": endpoints.kafka}, topics[path]).last_version() == last
+    assert len(published_once(endpoints, topics[filled])) == 2
+    assert _reads("delta") == delta_reads  # both from the commits' files, the empty one unread
