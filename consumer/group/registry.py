@@ -47,6 +47,7 @@ class Schemas:
         self.url = str(client_config.get("url", "?"))
         self._by_id: dict[int, dict[str, Any] | None] = {}
         self._parsed: dict[int, Any] = {}
+        self._keys: dict[str, list[str]] = {}  # a topic's key fields, as first found
 
     def by_id(self, schema_id: int) -> dict[str, Any] | None:
         if schema_id not in self._by_id:
@@ -83,10 +84,15 @@ class Schemas:
         return found.schema_id, schema
 
     def key_fields(self, topic: str) -> list[str] | None:
-        found = self._call(lambda: self._client.get_version(key_subject(topic), "latest"))
-        if found is None:
-            return None
-        return [delta_name(field) for field in json.loads(found.schema.schema_str)["fields"]]
+        """The key schema's fields, asked once: a table's set-up needs them for its ORDER BY
+        and for its sharding key."""
+        if topic not in self._keys:
+            found = self._call(lambda: self._client.get_version(key_subject(topic), "latest"))
+            if found is None:
+                return None
+            fields = json.loads(found.schema.schema_str)["fields"]
+            self._keys[topic] = [delta_name(field) for field in fields]
+        return self._keys[topic]
 
     def order_by(self, topic: str, configured: list[str]) -> list[str]:
         """The table's ORDER BY: the configured columns, else the key schema's fields."""
