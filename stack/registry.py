@@ -34,6 +34,10 @@ class Registry(Service):
             f"-Dquarkus.http.host={self.settings.listen_host}",
             f"-Dquarkus.http.port={self.settings.registry_port}",
             "-Dquarkus.log.console.json=false",
+            # Lines per request (its access log) and per write (its audit and storage
+            # logs) cost the registry CPU on every request and grow its log without bound.
+            "-Dquarkus.http.access-log.enabled=false",
+            '-Dquarkus.log.category."io.apicurio".level=WARN',
             # Its health/metrics interface (always on) defaults to 0.0.0.0:9000.
             f"-Dquarkus.management.host={LOOPBACK}",
             f"-Dquarkus.management.port={self.settings.registry_management_port}",
