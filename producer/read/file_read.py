@@ -74,11 +74,14 @@ def actions_of(snapshot: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def shape_of(protocol: dict[str, Any], metadata: dict[str, Any]) -> Shape | None:
-    """The table's shape, if its features and schema may be read from the files."""
+    """The table's shape, if its features and schema may be read from the files, and its
+    metadata records changes: where it does not, Delta's reader refuses the range."""
     features = set(protocol.get("readerFeatures") or []) | set(protocol.get("writerFeatures") or [])
-    text = metadata["schemaString"]
-    mapped = (metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
+    text, configuration = metadata["schemaString"], metadata.get("configuration") or {}
+    mapped = configuration.get("delta.columnMapping.mode", "none")
     if features - FEATURES or protocol["minReaderVersion"] > 3 or mapped != "none":
+        return None
+    if str(configuration.get("delta.enableChangeDataFeed", "false")).lower() != "true":
         return None
     if any(mark in text for mark in SCHEMA_MARKS):
         return None
@@ -146,8 +149,7 @@ def plan_files(
 
 
 def read_plan(spark: SparkSession, plan: FilePlan) -> DataFrame:
-    """plan's rows: a few py4j calls a scan, the scan and two projections; none without
-    a scan."""
+    """plan's rows: a few py4j calls a scan, the scan and two projections; no scan, none."""
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
