@@ -67,6 +67,7 @@ import target
 from output import save, table
 from producer_bench import build_table
 from stages import PeakRss, kafka_clients, start, tree_cpu_s
+from subjects import forget
 
 from schemas.naming import dlq_topic, progress_topic
 from services.settings import ConnectionSettings
@@ -288,6 +289,7 @@ def scenario(
             sampler.done.set()
         client.command(f"DROP DATABASE `{database}`")
         _delete_topics(settings, [topic for _, topic in tables.values()])
+        forget(settings.schema_registry.client_config(), [t for _, t in tables.values()])
     lags: dict[str, list[float]] = {name: [] for name in names}
     published = published_at(log)
     producer_lags: list[float] = []

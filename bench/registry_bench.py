@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from output import table
 from stages import tree_cpu_s
+from subjects import forget
 
 from producer.encode.registry import TopicSchemas
-from schemas.naming import key_subject, value_subject
 from services.registry_client import registry_client
 from services.settings import SchemaRegistrySettings
 from stack import services
@@ -81,11 +81,7 @@ def main() -> None:
             [name, round(wall, 2), round(wall / len(topics) * args.threads * 1000), round(cpu, 1)]
         )
     print(table(["pass", "wall s", "ms a table", "registry CPU s"], rows))
-    client = registry_client(registry.client_config())
-    for topic in topics:  # the subjects made, gone again
-        for subject in (key_subject(topic), value_subject(topic)):
-            client.delete_subject(subject)
-            client.delete_subject(subject, permanent=True)
+    forget(registry.client_config(), topics)  # the subjects made, gone again
 
 
 if __name__ == "__main__":
