@@ -29,6 +29,14 @@ from services.storage_errors import storage_error
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+CDF_PROPERTY = "delta.enableChangeDataFeed"
+
+
+def records_changes(configuration: dict[str, str]) -> bool:
+    """Whether a table's configuration enables its Change Data Feed (read as Delta does)."""
+    return str(configuration.get(CDF_PROPERTY) or "").lower() == "true"
+
+
 # Features whose tables' logs are plain commit files, each read the same by Kernel and
 # Delta: what the file reads allow (producer/read/file_read.py FEATURES) and those Delta's
 # reader reads.

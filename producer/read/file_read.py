@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from producer.follow.commit_files import GLOB, CommitFiles
-from producer.follow.log_state import LogFiles
+from producer.follow.log_state import LogFiles, records_changes
 from producer.read.file_tags import PARTITION_TYPES, TAG, Tag, exprs, partition_literals, tag_of
 from producer.read.union import balanced_union
 from schemas import changes
@@ -81,7 +81,7 @@ def shape_of(protocol: dict[str, Any], metadata: dict[str, Any]) -> Shape | None
     mapped = configuration.get("delta.columnMapping.mode", "none")
     if features - FEATURES or protocol["minReaderVersion"] > 3 or mapped != "none":
         return None
-    if str(configuration.get("delta.enableChangeDataFeed", "false")).lower() != "true":
+    if not records_changes(configuration):
         return None
     if any(mark in text for mark in SCHEMA_MARKS):
         return None

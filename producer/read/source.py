@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.follow.commit_log import CommitLog
 from producer.follow.commit_metrics import commit_metrics
-from producer.follow.log_state import load_head, plain_schema
+from producer.follow.log_state import CDF_PROPERTY, load_head, plain_schema, records_changes
 from producer.follow.plan import estimate_rows
 from producer.read.cdf import DirectChangeFeed
 from producer.read.file_read import FilePlan
@@ -19,7 +19,6 @@ from services.storage_errors import storage_error
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-CDF_PROPERTY = "delta.enableChangeDataFeed"
 # Spans of fewer versions read their row estimates from their commit files (5-8 ms each
 # on local disk, a GET each on object storage) instead of history(n)'s Spark job (0.3 s
 # for a few versions, 0.8 s for 22 and 2.1 s in a cold JVM, where 22 commit files took
@@ -118,11 +117,12 @@ class DeltaSource:
         loaded, enable its Change Data Feed (SHOW TBLPROPERTIES would resolve the table
         again, and detail() costs a Spark job)."""
         if self._loaded is not None:
-            value = self._loaded[1].configuration.get(CDF_PROPERTY)
+            configuration = self._loaded[1].configuration
         else:
             found = self._delta_log().unsafeVolatileSnapshot().metadata().configuration()
-            value = str(found.get(CDF_PROPERTY).get()) if found.contains(CDF_PROPERTY) else None
-        if value is None or value.lower() != "true":
+            present = found.contains(CDF_PROPERTY)
+            configuration = {CDF_PROPERTY: str(found.get(CDF_PROPERTY).get())} if present else {}
+        if not records_changes(configuration):
             raise ChangeFeedDisabledError(self.table, self.sql_name)
 
     def schema_json(self, version: int) -> dict[str, Any]:
