@@ -47,3 +47,8 @@ def _mapper(client: Any) -> Any:
     from py4j.java_gateway import JavaClass
 
     return JavaClass("com.fasterxml.jackson.databind.ObjectMapper", client)()
+
+
+def driver_heap_bytes(spark: SparkSession) -> int:
+    """The most the driver's JVM heap may grow to (its -Xmx, spark.driver.memory)."""
+    return int(jvm_class(spark, "java.lang.Runtime").getRuntime().maxMemory())

@@ -7,13 +7,13 @@ the exit code it calls for, and its Kafka side is set up while Spark starts (`Be
 - Every table's Kafka side (its topics, progress and claim) is set up with the others'
   while Spark starts (producer/lake/startup.py kafka_sides_in_thread), in the tables'
   order, the order in which they take their turns to start.
-- At most STARTING_AT_ONCE tables start at once, in the tables' order (pacing.py): from
-  their Delta logs' load until their first read is done or waits in the cycle for its job
-  (the first Spark jobs of a table, which sample its rows' width and read its first
-  chunk, are its slowest), or until they find nothing to read. The first ones reach their
-  heads and publish while the others wait their turn, instead of all loading and reading
-  together, each slowed by all the others. A read waiting in the cycle adds no job of its
-  own: it joins the cycle's.
+- As many tables start at once as half the driver's heap holds a chunk each, in the
+  tables' order (pacing.py starting_at_once): from their Delta logs' load until their
+  first read is done or waits in the cycle for its job (the first Spark jobs of a table,
+  which sample its rows' width and read its first chunk, are its slowest), or until they
+  find nothing to read. The first ones reach their heads and publish while the others wait
+  their turn, instead of all loading and reading together, each slowed by all the others.
+  A read waiting in the cycle adds no job of its own: it joins the cycle's.
 - One SparkSession in Spark's FAIR scheduler: reads far behind a table's head (backfills,
   snapshots) run in one pool and fresh commits in another (producer/read/chunks.py), so a big
   backfill's tasks take turns with the small tables' fresh commits instead of queueing
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from producer import metrics
 from producer.errors import fails_every_table
 from producer.follow.probes import Probes
-from producer.lake.pacing import STARTING_AT_ONCE, TABLE_MAX_BACKOFF_S, Backoff, Starts
+from producer.lake.pacing import TABLE_MAX_BACKOFF_S, Backoff, Starts, starting_at_once
 from producer.lake.startup import Begun, discard
 from producer.lake.table import follow_table
 from producer.publish.publish import Transactions
@@ -54,6 +54,7 @@ from producer.resync.resync import Resyncs
 from producer.settings import ProducerSettings, SourceSection
 from producer.spark_errors import lost_driver
 from schemas.errors import CdfBridgeError
+from services.jvm_names import driver_heap_bytes
 from services.retry import Stopped, retrying
 
 if TYPE_CHECKING:
@@ -76,7 +77,9 @@ def follow_all(
     tables' reads at their heads are collected together; transactions: the Kafka
     transactions their chunks share; begun: the tables' starts, by topic, begun before Spark's;
     probes: where the idle tables' looks for new commits are grouped."""
-    starts = Starts(STARTING_AT_ONCE)
+    chunk_bytes = max(source.max_bytes_per_chunk for source in settings.sources())
+    at_once = starting_at_once(driver_heap_bytes(spark), chunk_bytes)
+    starts = Starts(at_once)
     isolate = bool(settings.tables)
     shared = _Shared(spark, resyncs, cycle, starts, transactions, isolate, probes)
     begun = begun or {}
@@ -84,7 +87,8 @@ def follow_all(
         _Table(settings, source, shared, begun.get(source.topic_name))
         for source in settings.sources()
     ]
-    metrics.event("tables", count=len(tables), topics=[t.topic for t in tables])
+    topics = [t.topic for t in tables]
+    metrics.event("tables", count=len(tables), starting_at_once=at_once, topics=topics)
     for table in tables:
         table.thread.start()
     for table in tables:

@@ -14,7 +14,16 @@ from services.retry import backoff_s
 
 TABLE_MAX_BACKOFF_S = 300.0
 HEALTHY_S = 60.0  # an attempt that ran this long before failing had recovered
-STARTING_AT_ONCE = 4  # tables setting up at once: each keeps Spark's driver busy meanwhile
+
+
+def starting_at_once(heap_bytes: int, chunk_bytes: int) -> int:
+    """How many tables set up at once: as many as half the driver's heap holds a chunk each.
+
+    From its Delta log's load until its first read is collected, a start holds its
+    snapshot and then its first chunk (up to chunk_bytes encoded, max_bytes_per_chunk) in
+    the driver's heap; the other half is Spark's own, for the cycle's job. At least one
+    table starts: a 1 GiB driver with 128 MiB chunks starts 4 at once, a 4 GiB one 16."""
+    return max(1, round(heap_bytes / (2 * chunk_bytes)))
 
 
 class Starts:
@@ -25,7 +34,7 @@ class Starts:
     for, so a later one waits even for a table whose thread has not asked for its turn
     yet; it leaves its place when its table stops waiting."""
 
-    def __init__(self, size: int = STARTING_AT_ONCE) -> None:
+    def __init__(self, size: int) -> None:
         self._size, self._taken = size, 0
         self._waiting: list[int] = []  # the tickets given and not served yet, a heap
         self._tickets = itertools.count()

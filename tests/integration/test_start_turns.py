@@ -68,7 +68,7 @@ def test_a_table_with_nothing_to_read_gives_its_turn_back(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(lake_module, "STARTING_AT_ONCE", 1)
+    monkeypatch.setattr(lake_module, "starting_at_once", lambda heap, chunk: 1)
     tables = lake(tmp_path, "ab", rows=20)
     topics = {name: unique(f"turn_{name}") for name in tables}
     entry = {

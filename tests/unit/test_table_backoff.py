@@ -4,7 +4,7 @@ attempt had run long enough to count as a recovery. And the turns of tables to s
 import threading
 import time
 
-from producer.lake.pacing import HEALTHY_S, TABLE_MAX_BACKOFF_S, Backoff, Starts
+from producer.lake.pacing import HEALTHY_S, TABLE_MAX_BACKOFF_S, Backoff, Starts, starting_at_once
 
 
 class Clock:
@@ -40,6 +40,16 @@ def test_a_failure_after_a_healthy_run_starts_the_back_off_over() -> None:
 
     assert fail_after(backoff, clock, HEALTHY_S) == 0.5
     assert fail_after(backoff, clock, 1.0) == 1.0
+
+
+def test_the_driver_heap_and_the_chunk_size_bound_the_tables_starting_at_once() -> None:
+    mib = 2**20
+    assert starting_at_once(1024 * mib, 128 * mib) == 4
+    assert starting_at_once(989 * mib, 128 * mib) == 4  # -Xmx1g as the JVM reports it
+    assert starting_at_once(4096 * mib, 128 * mib) == 16
+    assert starting_at_once(1024 * mib, 32 * mib) == 16  # smaller chunks, more at once
+    assert starting_at_once(1024 * mib, 512 * mib) == 1
+    assert starting_at_once(512 * mib, 2048 * mib) == 1  # at least one always starts
 
 
 def test_tables_set_up_a_few_at_a_time_and_a_turn_is_given_back_once() -> None:
