@@ -33,6 +33,7 @@ class ChangeFile:
     kind: Kind  # a cdc file's rows carry their own _change_type
     path: str  # as the action has it: a URI, relative to the table's root or absolute
     partition_values: tuple[tuple[str, str | None], ...]
+    size: int  # bytes
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,12 @@ def commit_files(actions: list[dict[str, Any]]) -> CommitFiles | None:
 def _files(kind: Kind, actions: list[dict[str, Any]]) -> tuple[ChangeFile, ...] | None:
     found = []
     for action in actions:
-        path, values = action.get("path"), action.get("partitionValues")
+        path, values, size = action.get("path"), action.get("partitionValues"), action.get("size")
         if not isinstance(path, str) or not isinstance(values, dict) or GLOB & set(path):
             return None
-        found.append(ChangeFile(kind, path, tuple(sorted(values.items()))))
+        if not isinstance(size, int) or size < 0:
+            return None  # the scan finds a file's footer by its size
+        found.append(ChangeFile(kind, path, tuple(sorted(values.items())), size))
     return tuple(found)
 
 

@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 
 from producer.follow.commit_files import GLOB, CommitFiles
 from producer.follow.log_state import LogFiles, records_changes
+from producer.read.file_index import DataFile, parquet_files
 from producer.read.file_tags import PARTITION_TYPES, TAG, Tag, exprs, partition_literals, tag_of
 from producer.read.union import balanced_union
 from schemas import changes
@@ -144,7 +145,7 @@ def plan_files(
         tags = next((t for t in scans if name not in t), None)
         if tags is None:
             scans.append(tags := {})
-        tags[name] = Tag(path, version, file.kind, stamps[version], literals)
+        tags[name] = Tag(path, file.size, version, file.kind, stamps[version], literals)
     return FilePlan(shape, tuple(scans))
 
 
@@ -160,15 +161,12 @@ def read_plan(spark: SparkSession, plan: FilePlan) -> DataFrame:
 
 
 def scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag], *more: str) -> Any:
-    """One Parquet scan of the files of tags, each row given its file's tag, and the
-    columns of `more` (expressions of the tag: producer/read/shared.py); a py4j DataFrame. No basePath: each file's folder is its own base, so no partition is
-    inferred from the folders' names (the values come from the log, as Delta's reader
-    takes them)."""
+    """One Parquet scan of the files of tags, listing none (producer/read/file_index.py),
+    each row given its file's tag, and the columns of `more` (expressions of the tag:
+    producer/read/shared.py); a py4j DataFrame."""
     seq = jvm_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
-    session = spark._jsparkSession
-    scan = session.read().schema(session.parseDataType(shape.read_schema))
-    found = scan.parquet(seq([t.path for t in tags.values()]))
-    tagged = found.selectExpr(seq(["*", tag_of(tags)]))
+    files = [DataFile(t.path, t.size, t.stamp) for t in tags.values()]
+    tagged = parquet_files(spark, shape.read_schema, files).selectExpr(seq(["*", tag_of(tags)]))
     columns = [*exprs(shape.columns, list(tags.values())), *more]
     return tagged.selectExpr(seq(columns))
 

@@ -21,6 +21,7 @@ class Tag:
     """What every row of one file is given: its commit's and its action's."""
 
     path: str
+    size: int  # bytes
     version: int
     kind: str
     stamp: int  # the commit's time, ms

@@ -13,7 +13,8 @@ from producer.read.file_tags import TAG, Tag, _casts_alike, exprs, partition_lit
 
 
 def add(path: str, **fields: Any) -> dict[str, Any]:
-    return {"add": {"path": path, "partitionValues": {"p": "1"}, "dataChange": True, **fields}}
+    found = {"path": path, "partitionValues": {"p": "1"}, "dataChange": True, "size": 10}
+    return {"add": {**found, **fields}}
 
 
 def remove(path: str, **fields: Any) -> dict[str, Any]:
@@ -22,7 +23,7 @@ def remove(path: str, **fields: Any) -> dict[str, Any]:
 
 
 def cdc(path: str) -> dict[str, Any]:
-    return {"cdc": {"path": path, "partitionValues": {"p": None}, "dataChange": False}}
+    return {"cdc": {"path": path, "partitionValues": {"p": None}, "dataChange": False, "size": 7}}
 
 
 def merge(**metrics: str) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def merge(**metrics: str) -> dict[str, Any]:
 def test_a_commit_with_cdc_files_reads_them_alone() -> None:
     found = commit_files([add("a"), remove("b"), cdc("_change_data/c")])
     assert found is not None
-    assert found.files == (ChangeFile("cdc", "_change_data/c", (("p", None),)),)
+    assert found.files == (ChangeFile("cdc", "_change_data/c", (("p", None),), 7),)
 
 
 def test_otherwise_adds_are_inserts_and_removes_deletes_when_they_change_data() -> None:
@@ -58,6 +59,8 @@ def test_what_delta_pairs_or_refuses_is_left_to_its_reader() -> None:
     assert commit_files([add("a"), add("a")]) is None
     assert commit_files([remove("a", extendedFileMetadata=False)]) is None
     assert commit_files([add("a[1]")]) is None  # Spark would read it as a pattern
+    assert commit_files([add("a", size=None)]) is None  # the scan finds a footer by its size
+    assert commit_files([add("a", size=-1)]) is None
     assert commit_files([add(f"f{i}") for i in range(MAX_FILES + 1)]) is None
 
 
@@ -109,7 +112,7 @@ def test_partition_values_become_literals_only_where_every_cast_agrees() -> None
 
 def test_a_constant_of_every_file_alike_is_given_as_it_is_and_others_picked_by_file() -> None:
     p = {"p": "CAST(X'61' AS STRING)"}
-    one = Tag("f/a.parquet", 3, "insert", 1000, p)
+    one = Tag("f/a.parquet", 10, 3, "insert", 1000, p)
     assert exprs(("id", "p"), [one]) == [
         "`id`",
         f"{p['p']} AS `p`",
@@ -117,7 +120,7 @@ def test_a_constant_of_every_file_alike_is_given_as_it_is_and_others_picked_by_f
         "CAST(3 AS BIGINT) AS `_commit_version`",
         "timestamp_millis(CAST(1000 AS BIGINT)) AS `_commit_timestamp`",
     ]
-    cdc = Tag("f/b.parquet", 4, "cdc", 2000, p)
+    cdc = Tag("f/b.parquet", 10, 4, "cdc", 2000, p)
     both = exprs(("id", "p"), [one, cdc])
     assert both[1] == f"{p['p']} AS `p`"  # alike in both files
     kind = f"element_at(array('insert', 'cdc'), {TAG} + 1)"
