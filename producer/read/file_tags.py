@@ -29,9 +29,8 @@ class Tag:
 
 
 def tag_of(tags: dict[str, Tag]) -> str:
-    """The column of each row's file's place in tags, by the file's name (0 for one file)."""
-    if len(tags) == 1:
-        return f"0 AS {TAG}"
+    """The column of each row's file's place in tags, by the file's name: looked up even for
+    one file, so that no value picked by it (pick) is a constant Spark folds."""
     pairs = ", ".join(f"'{name}', {i}" for i, name in enumerate(tags))
     return f"element_at(map({pairs}), _metadata.file_name) AS {TAG}"
 
@@ -72,16 +71,18 @@ def _casts_alike(type_name: str, value: str) -> bool:
 
 
 def pick(values: list[str]) -> str:
-    """The value (a SQL expression) of each row's file, values given per file in the
-    scan's order; a value of every file alike as it is."""
-    if len(set(values)) == 1:
-        return values[0]
+    """The value (a SQL expression) of each row's file, values given per file in the scan's
+    order, looked up by the row's TAG even where every file's is alike. Spark writes a
+    number, date or time it folds to a constant into the code it generates for the job, so
+    each cycle's new versions and times would make it compile new code every cycle (two
+    classes, and the JIT's work on them); an array of constants reaches the code as an
+    object, and the code stays the same (tests/integration/test_shared_scan.py)."""
     return f"element_at(array({', '.join(values)}), {TAG} + 1)"
 
 
 def exprs(columns: tuple[str, ...], tags: list[Tag]) -> list[str]:
     """The table's columns and the change columns, each file's constants picked by its
-    place in tags (TAG); a constant of every file alike is given as it is."""
+    place in tags (TAG)."""
 
     kind, cdc = pick([f"'{t.kind}'" for t in tags]), _quoted(changes.CHANGE_TYPE)
     kinds = {t.kind for t in tags}

@@ -117,3 +117,30 @@ def test_a_cycle_reads_a_table_of_another_shape_alone_beside_the_shared_scan(
         assert _rows(found[i]) == _rows(sharing.encoding.encode(frame).toArrow())
     events = [json.loads(r.message) for r in caplog.records if "cycle_scans" in r.message]
     assert [(e["shared"], e["alone"]) for e in events] == [(1, 1)]
+
+
+def test_the_next_cycle_of_the_same_tables_compiles_no_new_code(spark: Any, tmp_path: Path) -> None:
+    """Each cycle's versions, times and partition values are new: had they been written into
+    the code Spark generates, every cycle would compile its own (CodegenMetrics counts)."""
+    paths = [str(tmp_path / f"t{number}") for number in range(2)]
+    versions = [_table(spark, path, SHAPE, True, n) for n, path in enumerate(paths)]
+    compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+
+    def cycle() -> int:
+        reads = [
+            _read(spark, p, v, n) for n, (p, v) in enumerate(zip(paths, versions, strict=True))
+        ]
+        together = shared(spark, [(str(i), sharing) for i, (_, sharing) in enumerate(reads)])
+        assert together is not None
+        before = compiled.getCount()
+        assert together.toArrow().num_rows == 12
+        return int(compiled.getCount() - before)
+
+    cycle()  # the shape's first job compiles its code
+    for n, path in enumerate(paths):  # new versions, a new day's partition, new times
+        spark.sql(
+            f"UPDATE delta.`{path}` SET name = 'again', day = DATE'2025-06-0{n + 1}' WHERE id % 2 = 0"
+        )
+    versions = [v + 1 for v in versions]
+
+    assert cycle() == 0

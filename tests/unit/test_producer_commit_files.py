@@ -9,7 +9,7 @@ from typing import Any
 from producer.follow.commit_files import MAX_FILES, ChangeFile, commit_files
 from producer.follow.commits import FILES_KEPT, Commit, Commits
 from producer.read.file_read import _absolute
-from producer.read.file_tags import TAG, Tag, _casts_alike, exprs, partition_literals
+from producer.read.file_tags import TAG, Tag, _casts_alike, exprs, partition_literals, tag_of
 
 
 def add(path: str, **fields: Any) -> dict[str, Any]:
@@ -110,24 +110,28 @@ def test_partition_values_become_literals_only_where_every_cast_agrees() -> None
     assert partition_literals(partitions, {"p": "a", "q": "x"}) is None
 
 
-def test_a_constant_of_every_file_alike_is_given_as_it_is_and_others_picked_by_file() -> None:
+def test_every_files_constants_are_picked_by_its_tag_even_where_alike() -> None:
     p = {"p": "CAST(X'61' AS STRING)"}
     one = Tag("f/a.parquet", 10, 3, "insert", 1000, p)
+    by_tag = f"{TAG} + 1)"
+    assert tag_of({"a.parquet": one}) == (
+        f"element_at(map('a.parquet', 0), _metadata.file_name) AS {TAG}"  # not a constant
+    )
     assert exprs(("id", "p"), [one]) == [
         "`id`",
-        f"{p['p']} AS `p`",
-        "'insert' AS `_change_type`",
-        "CAST(3 AS BIGINT) AS `_commit_version`",
-        "timestamp_millis(CAST(1000 AS BIGINT)) AS `_commit_timestamp`",
+        f"element_at(array({p['p']}), {by_tag} AS `p`",
+        f"element_at(array('insert'), {by_tag} AS `_change_type`",
+        f"element_at(array(CAST(3 AS BIGINT)), {by_tag} AS `_commit_version`",
+        f"timestamp_millis(element_at(array(CAST(1000 AS BIGINT)), {by_tag}) AS `_commit_timestamp`",
     ]
     cdc = Tag("f/b.parquet", 10, 4, "cdc", 2000, p)
     both = exprs(("id", "p"), [one, cdc])
-    assert both[1] == f"{p['p']} AS `p`"  # alike in both files
-    kind = f"element_at(array('insert', 'cdc'), {TAG} + 1)"
+    assert both[1] == f"element_at(array({p['p']}, {p['p']}), {by_tag} AS `p`"
+    kind = f"element_at(array('insert', 'cdc'), {by_tag}"
     assert (
         both[2] == f"CASE WHEN {kind} = 'cdc' THEN `_change_type` ELSE {kind} END AS `_change_type`"
     )
     assert (
         both[3]
-        == f"element_at(array(CAST(3 AS BIGINT), CAST(4 AS BIGINT)), {TAG} + 1) AS `_commit_version`"
+        == f"element_at(array(CAST(3 AS BIGINT), CAST(4 AS BIGINT)), {by_tag} AS `_commit_version`"
     )
