@@ -3,7 +3,7 @@
 `spark.read.parquet(paths)` lists its paths before it plans: a file-system call a path
 from the driver, or, past spark.sql.sources.parallelPartitionDiscovery.threshold (32)
 paths, a Spark job of a task a path, each task deserializing the session's Hadoop
-configuration (docs/performance.md, "Where a cycle's time goes"). The commit log gives
+configuration (docs/performance.md, "Many tables in one process", item 10). The log gives
 each file's path and size already, which is what Delta's own file indexes take
 (TahoeFileIndex): here they reach Spark's file index through a status cache of the scan's
 own, under one root looked up recursively, so nothing is listed and no partition is
@@ -37,9 +37,9 @@ class DataFile:
 
 
 def parquet_files(spark: SparkSession, read_schema: str, files: Sequence[DataFile]) -> Any:
-    """The rows of files read as Parquet in read_schema (JSON), as a py4j DataFrame: three
-    py4j calls a file and eight a scan, and none to the store until the scan runs. The
-    first file's path stands for the index's root: nothing lists it."""
+    """The rows of files (at least one) read as Parquet in read_schema (JSON), as a py4j
+    DataFrame: three py4j calls a file and eight a scan, and none to the store until the
+    scan runs. The first file's path stands for the index's root: nothing lists it."""
     session, jvm = spark._jsparkSession, _Jvm.of(spark)
     statuses = spark.sparkContext._gateway.new_array(jvm.status, len(files))  # type: ignore[union-attr]
     paths = [jvm.path(file.path) for file in files]
