@@ -1,6 +1,8 @@
 """Bad input stops the producer with a message naming the problem and the fix."""
 
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,6 +122,28 @@ def test_a_next_version_cleaned_up_behind_a_checkpoint_stops_the_table_and_skips
         publish(spark, endpoints, delta_path, "id", topic=topic, until_version=5)
 
     assert [change[2] for change in changes(read_topic(endpoints, topic), "id")] == [2]
+
+
+def test_a_data_file_deleted_behind_the_log_stops_the_table_and_skips_nothing(
+    spark: Any, endpoints: Endpoints, delta_path: str
+) -> None:
+    """A commit's data file deleted by hand (or by a VACUUM with too short a retention): the
+    file read plans its scan without listing the file, so it is the read that finds it
+    gone, named as versions no longer available, as Delta's reader names it."""
+    create_table(spark, delta_path)
+    append(spark, delta_path, [("1", "a", 1)])
+    topic = publish(spark, endpoints, delta_path, "id", until_version=1)
+    append(spark, delta_path, [("2", "b", 2)])
+    log = Path(delta_path, "_delta_log", f"{2:020d}.json").read_text().splitlines()
+    added = [line for line in log if '"add"' in line]
+    assert len(added) == 1
+    name = json.loads(added[0])["add"]["path"]
+    os.remove(os.path.join(delta_path, name))
+
+    with pytest.raises(VersionUnavailableError):
+        publish(spark, endpoints, delta_path, "id", topic=topic, until_version=2)
+
+    assert [change[2] for change in changes(read_topic(endpoints, topic), "id")] == [1]
 
 
 def test_snapshot_publishes_current_state_then_follows_changes(
