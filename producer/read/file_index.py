@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from producer.read.file_tags import Tag
 from services.jvm_names import jvm_class, scala_object
 
 if TYPE_CHECKING:
@@ -27,19 +28,12 @@ _ANY_SIZE = 2**62  # the scan's own cache holds its files, whatever they weigh
 _NO_EXPIRY = -1
 
 
-@dataclass(frozen=True)
-class DataFile:
-    """A Parquet file as its commit's action names it."""
-
-    path: str  # absolute: the table's root joined with the action's path
-    size: int  # bytes, the action's `size` (the scan finds the footer by it)
-    stamp: int  # ms, the commit's time: the file's own is not needed to read it
-
-
-def parquet_files(spark: SparkSession, read_schema: str, files: Sequence[DataFile]) -> Any:
-    """The rows of files (at least one) read as Parquet in read_schema (JSON), as a py4j
-    DataFrame: three py4j calls a file and eight a scan, and none to the store until the
-    scan runs. The first file's path stands for the index's root: nothing lists it."""
+def parquet_files(spark: SparkSession, read_schema: str, files: Sequence[Tag]) -> Any:
+    """The rows of files (at least one; each by its path, its size, by which the scan finds
+    its footer, and its commit's time, as its modification time) read as Parquet in
+    read_schema (JSON), as a py4j DataFrame: three py4j calls a file and eight a scan, and
+    none to the store until the scan runs. The first file's path stands for the index's
+    root: nothing lists it."""
     session, jvm = spark._jsparkSession, _Jvm.of(spark)
     statuses = spark.sparkContext._gateway.new_array(jvm.status, len(files))  # type: ignore[union-attr]
     paths = [jvm.path(file.path) for file in files]

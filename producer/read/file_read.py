@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlsplit
 
 from producer.follow.commit_files import GLOB, CommitFiles
 from producer.follow.log_state import LogFiles, records_changes
-from producer.read.file_index import DataFile, parquet_files
+from producer.read.file_index import parquet_files
 from producer.read.file_tags import PARTITION_TYPES, TAG, Tag, exprs, partition_literals, tag_of
 from producer.read.union import balanced_union
 from schemas import changes
@@ -165,8 +165,8 @@ def scan(spark: SparkSession, shape: Shape, tags: dict[str, Tag], *more: str) ->
     each row given its file's tag, and the columns of `more` (expressions of the tag:
     producer/read/shared.py); a py4j DataFrame."""
     seq = jvm_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
-    files = [DataFile(t.path, t.size, t.stamp) for t in tags.values()]
-    tagged = parquet_files(spark, shape.read_schema, files).selectExpr(seq(["*", tag_of(tags)]))
+    files = parquet_files(spark, shape.read_schema, list(tags.values()))
+    tagged = files.selectExpr(seq(["*", tag_of(tags)]))
     columns = [*exprs(shape.columns, list(tags.values())), *more]
     return tagged.selectExpr(seq(columns))
 
