@@ -95,6 +95,19 @@ class SparkDriverLostError(ServiceUnavailableError):
         )
 
 
+class WiderThanBoundError(TransientError):
+    """A start's first chunk, read without a sample of its width, held a change wider than
+    that read allowed (producer/read/width.py). Caught where the chunk is read, which
+    samples the width and plans the chunk again: it never stops a table."""
+
+    def __init__(self, table: str, bound: int) -> None:
+        self.bound = bound
+        super().__init__(
+            f"a change of {table}'s first chunk takes more than {bound} bytes: its row width "
+            "is sampled and the chunk planned again"
+        )
+
+
 class KafkaFatalError(TerminalError):
     def __init__(self, transactional_id: str, doing: str, reason: str) -> None:
         super().__init__(

@@ -13,7 +13,8 @@ tested with numbers alone:
   rows flow while the JVM warms; while the width is unknown, no larger than a sample
   (SAMPLE_ROWS), so that it teaches the width in the cycle's job, with no sample's job;
 - the version whose changes are sampled to learn the width before the first chunk: one
-  that holds more changes than a sample;
+  that holds more changes than a sample; or, for a first chunk read in a job of its own, the
+  bytes each of its changes may take instead (first_bound), which that job enforces;
 - the slices of a chunk the history gave no row count for, once its rows are counted.
 """
 
@@ -30,6 +31,12 @@ Estimates = Mapping[int, int | None]  # change rows per version, None: the histo
 FIRST_CHUNK_ROWS = 50_000
 SAMPLE_ROWS = 1_000  # changes encoded to learn their width before the first chunk
 WIDE_ROW_BYTES = 64 * 2**10  # a very wide change, for the start read unsampled
+# What an encoded change takes in the driver beside its key and value bytes: their offsets,
+# its order and key hash, its flags (producer/encode/encode.py).
+ROW_OVERHEAD = 32
+# A first chunk's bound on a change's key and value bytes below this is too tight to try:
+# most tables' changes would pass it and fail the read. The width is sampled instead.
+MIN_ROW_BOUND = 128
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,33 @@ class Course:
         worth of very wide changes (a small max_bytes_per_chunk keeps the sample)."""
         return rows <= SAMPLE_ROWS and self.width.max_bytes >= SAMPLE_ROWS * WIDE_ROW_BYTES
 
+    def first_bound(self, span: Span, estimates: Estimates) -> int | None:
+        """The key and value bytes each change of a start's first chunk may take for the
+        chunk, of a width unknown, to stay within max_bytes: for a first chunk read in a job
+        of its own, which fails on a wider change (producer/read/width.py), instead of a
+        sample before it. None where the width is known, the chunk is not one counted read,
+        or the bound would be below MIN_ROW_BOUND: the width is sampled then."""
+        if self.width.known or self.started:
+            return None
+        chunk = self._first(span, estimates)
+        rows = sum(estimates.get(v) or 0 for v in range(chunk.first, chunk.last + 1))
+        if chunk.slices > 1 or not chunk.sized or not rows:
+            return None
+        bound = self.width.max_bytes // rows - ROW_OVERHEAD
+        return bound if bound >= MIN_ROW_BOUND else None
+
+    def restart(self) -> None:
+        """Plan the first chunk of the start again: the one planned was not read."""
+        self.started = False
+
+    def _first(self, span: Span, estimates: Estimates) -> Chunk:
+        """A start's first chunk: small, or the first version with changes whole."""
+        small = FIRST_CHUNK_ROWS if self.width.known else SAMPLE_ROWS
+        counts = (estimates.get(v) for v in range(span.first, span.last + 1))
+        first_rows = max(small, next((n for n in counts if n), 0))
+        bound = min(self.width.rows_per_chunk(), first_rows)
+        return next(plan(self.next_version, span.last, estimates, bound, self.max_versions))
+
     def chunks(self, span: Span, estimates: Estimates) -> Iterator[Chunk]:
         """span's chunks in order, the first of a start small (no larger than a sample while
         the width is unknown); resuming after one marks it read. Ends early, for the span to
@@ -123,10 +157,7 @@ class Course:
         changes turned out much wider than planned for."""
         if not self.started:
             self.started = True
-            small = FIRST_CHUNK_ROWS if self.width.known else SAMPLE_ROWS
-            first_rows = max(small, estimates.get(span.first) or 0)
-            bound = min(self.width.rows_per_chunk(), first_rows)
-            chunk = next(plan(self.next_version, span.last, estimates, bound, self.max_versions))
+            chunk = self._first(span, estimates)
             yield chunk
             self.next_version = chunk.last + 1
             if self.next_version > span.last:

@@ -17,8 +17,9 @@ import pyarrow as pa
 
 from producer import metrics
 from producer.encode.encode import Encoding, snapshot_changes
-from producer.encode.slices import ENCODED, Slice, encoded_slices, finished, sample
+from producer.encode.slices import ENCODED, Slice, encoded_slices, finished
 from producer.encode.table_schemas import RangeSchemas, TableSchema
+from producer.errors import WiderThanBoundError
 from producer.follow.course import Course, Estimates, Span
 from producer.follow.plan import Chunk
 from producer.pools import FOLLOW, HISTORY, in_pool
@@ -26,6 +27,7 @@ from producer.read.cycle import Cycle
 from producer.read.file_read import FilePlan
 from producer.read.shared import Sharing
 from producer.read.source import DeltaSource
+from producer.read.width import Width, bounded
 from producer.spark_errors import reading
 from producer.steps import Waterfall
 from schemas.progress import Part
@@ -56,13 +58,14 @@ class Chunks:
         self.handed = handed  # called when a read waits in the cycle for its job
         self.estimates: Estimates = {}  # the span's being read
         self.path: str | None = None  # "head" or "backlog": how the span is read
+        self.width = Width(source, ranges, course)
+        self.bound: int | None = None  # what a change may take in the next read alone (Width)
 
     def span(self, span: Span, known: TableSchema | None = None) -> Iterator[Slice]:
         """span's slices; known: its schema, when it is one part of a span that changes."""
         began, step = time.monotonic(), self.steps.step
         with step("row_estimates"):
-            estimates = self.source.row_estimates(span.first, span.last, span.head)
-        self.estimates = estimates
+            self.estimates = estimates = self.source.row_estimates(span.first, span.last, span.head)
         self._take_path(span, sum(n or 0 for n in estimates.values()))
         with step("schemas"):
             schema = known or self.ranges.of_range(span.first, span.last)  # None: it changes
@@ -70,12 +73,22 @@ class Chunks:
             for first, last in self.ranges.parts(span.first, span.last):
                 yield from self.span(Span(first, last, span.head), self.ranges.at(last))
             return
-        with step("row_width"):
-            self._learn_width(span, estimates, schema)
-        planning_s = time.monotonic() - began
-        for chunk in self.course.chunks(span, estimates):  # plan
+        with step("row_width"):  # or the first chunk's bound, where it is read alone
+            bound = self.width.before(span, estimates, schema, alone=self.path == "backlog")
+        try:
+            yield from self._planned(span, schema, time.monotonic() - began, bound)
+        except WiderThanBoundError:  # the first chunk's read failed: nothing was published
+            self.course.restart()
+            self.width.before(span, estimates, schema, alone=False)
+            yield from self._planned(span, schema, 0.0, None)
+
+    def _planned(
+        self, span: Span, schema: TableSchema, planning_s: float, bound: int | None
+    ) -> Iterator[Slice]:
+        self.bound = bound  # the first chunk's
+        for chunk in self.course.chunks(span, self.estimates):  # plan
             yield from self._chunk(chunk, schema, span.head, planning_s)
-            planning_s = 0.0
+            planning_s, self.bound = 0.0, None
 
     def snapshot(self, version: int) -> Iterator[Slice]:
         """The table's state at version, as changes of that version."""
@@ -161,17 +174,6 @@ class Chunks:
         state = self.source.snapshot(version)
         return snapshot_changes(state, version, self.source.commit_timestamp(version)), schema
 
-    def _learn_width(self, span: Span, estimates: Estimates, schema: TableSchema) -> None:
-        """Sample the changes of one version before the first chunk is planned. Checked and
-        registered first, as each chunk would be: a sample must not read across a schema
-        change the checks refuse. A span whose schema changes learns from its first chunk."""
-        version = self.course.sample_version(span, estimates)
-        if version is None:
-            return
-        self.ranges.use(span.last, schema)
-        with reading(self.table, version, version):
-            self._sample(self.source.changes(version, version), schema)
-
     def _chunk(
         self, chunk: Chunk, range_schema: TableSchema | None, head: int, planning_s: float
     ) -> Iterator[Slice]:
@@ -201,7 +203,7 @@ class Chunks:
         if chunk.sized:  # else its slices counted: the history had no row count for it
             return chunk
         if not self.course.width.known:
-            self._sample(frame, schema)
+            self.width.sample(frame, schema)
         return self.course.sized(chunk, frame.count())
 
     def _slices(
@@ -209,12 +211,10 @@ class Chunks:
     ) -> Iterator[Slice]:
         encoding = self.ranges.encoding()
         collect = self._collect(chunk, encoding)
+        if self.bound is not None:  # a first chunk read alone, of a width unknown (Width)
+            collect = bounded(collect, self.bound, self.table)
         parts = encoded_slices(frame, chunk.slices, encoding, self.table, start, collect)
         read_began = time.monotonic()
         for index, rows in enumerate(parts, start):
             yield self._slice(chunk, index, rows, (began, read_began), head)
             began = read_began = time.monotonic()
-
-    def _sample(self, frame: DataFrame, schema: TableSchema) -> None:
-        rows = sample(frame, self.ranges.sizing(schema))
-        self.course.width.learn(rows.nbytes, len(rows))

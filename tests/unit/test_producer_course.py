@@ -5,7 +5,7 @@ first chunk of a start, small."""
 
 from collections.abc import Iterator, Mapping
 
-from producer.follow.course import Course, RowWidth, Span, spans
+from producer.follow.course import MIN_ROW_BOUND, ROW_OVERHEAD, Course, RowWidth, Span, spans
 from producer.follow.plan import Chunk
 
 MIB = 2**20
@@ -201,3 +201,40 @@ def test_a_start_whose_first_changes_fit_a_sample_reads_them_first_without_one()
     assert course().sample_version(Span(0, 1, head=1), {0: 1_001, 1: 5}) == 0  # larger: sampled
     narrow = Course(0, None, max_versions=10, width=RowWidth(max_rows=500_000, max_bytes=2**19))
     assert narrow.sample_version(span, estimates) == 1  # a chunk of 512 KiB: sampled first
+
+
+def test_a_first_chunk_read_alone_is_bounded_per_change_instead_of_sampled() -> None:
+    """Each change may take its share of max_bytes, less what it takes beside its key and
+    value (ROW_OVERHEAD): the chunk then holds max_bytes at most."""
+    c = Course(0, None, max_versions=10, width=RowWidth(max_rows=500_000, max_bytes=128 * MIB))
+    span = Span(0, 2, head=2)
+    estimates = {0: 0, 1: 250_000, 2: 250_000}  # the first version holding changes, whole
+
+    assert c.sample_version(span, estimates) == 1
+    assert c.first_bound(span, estimates) == 128 * MIB // 250_000 - ROW_OVERHEAD
+    assert list(c.chunks(span, estimates)) == [Chunk(0, 1), Chunk(2, 2)]
+    assert c.first_bound(span, estimates) is None  # started: not a first chunk any more
+
+
+def test_a_first_chunk_is_sampled_where_a_bound_cannot_hold_it() -> None:
+    span = Span(0, 1, head=1)
+    wide = Course(0, None, max_versions=10, width=RowWidth(max_rows=1_000, max_bytes=128 * MIB))
+    assert wide.first_bound(span, {0: 5_000, 1: 10}) is None  # in slices: each a job
+    assert wide.first_bound(span, {0: None, 1: 10}) is None  # not counted
+    tight = Course(0, None, max_versions=10, width=RowWidth(max_rows=500_000, max_bytes=MIB))
+    assert tight.first_bound(span, {0: 10_000, 1: 10}) is None  # 72 bytes: below MIN_ROW_BOUND
+    assert MIB // 10_000 - ROW_OVERHEAD < MIN_ROW_BOUND
+    known = course()
+    known.width.learn(nbytes=1_000, rows=10)
+    assert known.first_bound(span, {0: 50, 1: 10}) is None  # the width is known
+
+
+def test_a_first_chunk_not_read_is_planned_again_after_a_restart() -> None:
+    c = Course(0, None, max_versions=10, width=RowWidth(max_rows=500_000, max_bytes=128 * MIB))
+    span, estimates = Span(0, 1, head=1), {0: 60_000, 1: 10}
+    chunks = c.chunks(span, estimates)
+    assert next(chunks) == Chunk(0, 0)  # its read failed: next_version stays
+    c.restart()
+    c.width.learn(nbytes=60 * 1_000, rows=1_000)  # sampled since
+
+    assert list(c.chunks(span, estimates)) == [Chunk(0, 0), Chunk(1, 1)]
