@@ -41,7 +41,9 @@ CYCLE_TABLES = Histogram(
 )
 READS = Counter(
     "cdfbridge_producer_change_reads",
-    "Reads of a table's changes, by reader: files (its commits' own files) or delta (Delta's)",
+    "Reads of a table's changes, by reader: files (its commits' own files), delta (Delta's"
+    " change-feed reader) or public (Delta's public API: a catalog table, or this Delta lacks"
+    " what the others use)",
     ["reader"],
 )
 

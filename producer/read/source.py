@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from producer import metrics
 from producer.errors import ChangeFeedDisabledError, TableNotFoundError, VersionUnavailableError
 from producer.follow.commit_log import CommitLog
 from producer.follow.commit_metrics import commit_metrics
@@ -199,6 +200,7 @@ class DeltaSource:
         return frame if frame is not None else self._public_changes(first, last)
 
     def _public_changes(self, first: int, last: int) -> DataFrame:
+        metrics.READS.labels("public").inc()  # no DirectChangeFeed: a catalog table, or none
         return self._read(
             readChangeFeed="true", startingVersion=str(first), endingVersion=str(last)
         )

@@ -264,8 +264,30 @@ def test_column_mapped_tables_are_read_by_deltas_reader(spark: Any, tmp_path: Pa
     assert _sorted(by_files) == _sorted(by_delta)
 
 
+def test_a_catalog_table_is_read_through_deltas_public_api_and_counted_so(spark: Any) -> None:
+    """No commit files to read for a catalog name: every read is Delta's public reader's,
+    counted as `public`, so a lake that reads that way is seen on the metric."""
+    name = f"default.public_{time.monotonic_ns()}"
+    cdf = "delta.enableChangeDataFeed = true"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT) USING delta TBLPROPERTIES ({cdf})")
+    try:
+        spark.sql(f"INSERT INTO {name} VALUES (1), (2)")
+        public = _reads("public")
+
+        rows = DeltaSource(spark, name).changes(1, 1).count()
+
+        assert rows == 2
+        assert _reads("public") == public + 1
+    finally:
+        spark.sql(f"DROP TABLE {name}")
+
+
 def _file_reads() -> float:
-    return float(metrics.READS.labels("files")._value.get())
+    return _reads("files")
+
+
+def _reads(reader: str) -> float:
+    return float(metrics.READS.labels(reader)._value.get())
 
 
 def _sorted(frame: Any) -> list[str]:
