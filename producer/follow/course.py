@@ -35,7 +35,7 @@ WIDE_ROW_BYTES = 64 * 2**10  # a very wide change, for the start read unsampled
 # its order and key hash, its flags (producer/encode/encode.py).
 ROW_OVERHEAD = 32
 # A first chunk's bound on a change's key and value bytes below this is too tight to try:
-# most tables' changes would pass it and fail the read. The width is sampled instead.
+# most tables' changes are wider and would fail the read. The width is sampled instead.
 MIN_ROW_BOUND = 128
 
 
