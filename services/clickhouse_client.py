@@ -4,9 +4,11 @@ table's columns as ClickHouse lists them."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import clickhouse_connect
+from clickhouse_connect.driver import httputil
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.httpclient import HttpClient
 
@@ -16,22 +18,35 @@ from services.clickhouse_errors import GATEWAY_RETRIES, sorted_errors
 from services.settings import ClickHouseSettings
 
 
-def connect(settings: ClickHouseSettings, **kwargs: Any) -> Client:
+def connect(settings: ClickHouseSettings, pool_size: int | None = None, **kwargs: Any) -> Client:
     """A clickhouse-connect client; unreachable → ClickHouseUnavailableError, and a 502
-    from a proxy in front of ClickHouse is raised as unreachable too."""
+    from a proxy in front of ClickHouse is raised as unreachable too. pool_size: the
+    connections the process's clients keep open to the server, where more than
+    clickhouse-connect's 8 run at once (the consumer's writers and its other calls): past
+    the pool's size urllib3 closes each extra connection after its request, with a warning."""
+    tls = settings.tls()
+    if pool_size is not None:
+        kwargs["pool_mgr"] = shared_pool(pool_size, **tls)
     with sorted_errors(settings.url):
         client = clickhouse_connect.get_client(
             dsn=settings.url,
             username=settings.username,
             password=settings.password.get_secret_value(),
             database=settings.database,
-            **settings.tls(),
+            **tls,
             **kwargs,
         )
     if isinstance(client, HttpClient):
         # urllib3 takes a Retry where clickhouse-connect declares a count.
         client.http_retries = GATEWAY_RETRIES  # type: ignore[assignment]
     return client
+
+
+@functools.lru_cache(maxsize=4)
+def shared_pool(size: int, verify: bool = True, ca_cert: str | None = None) -> Any:
+    """One urllib3 pool manager of `size` connections a host, for the process's clients of
+    that size and TLS settings (a client given a pool takes its TLS settings from it)."""
+    return httputil.get_pool_manager(maxsize=size, verify=verify, ca_cert=ca_cert)
 
 
 def existing_columns(client: Client, target: Target) -> dict[str, str] | None:

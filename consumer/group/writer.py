@@ -38,6 +38,7 @@ from services.progress_topic import Progress
 
 log = logging.getLogger(__name__)
 _HEADER = itemgetter(slice(0, HEADER))  # magic byte and schema id of a value
+POOL_SPARE = 4  # ClickHouse connections beyond the write threads'
 
 
 class BatchWriter:
@@ -76,7 +77,10 @@ class BatchWriter:
     ) -> BatchWriter:
         """A writer for the settings' table, which it creates or checks from the value schema
         of the topic's generation."""
-        client = connect(settings.clickhouse, compress=False)  # loopback: CPU matters more
+        # compress=False: loopback, CPU matters more. A connection for each write thread and
+        # the process's other calls (schemas, placement, counts) beside them.
+        pool = settings.consumer.write_threads + POOL_SPARE
+        client = connect(settings.clickhouse, pool, compress=False)
         topic = settings.consumer.topic
         order_by = schemas.order_by(topic, settings.consumer.primary_key)
         found_id = topic_id(settings.kafka.client_config(), topic)
