@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from producer import metrics
 from producer.encode.encode import KEY, VALUE
 from producer.encode.slices import sample
 from producer.encode.table_schemas import RangeSchemas, TableSchema
@@ -80,6 +81,7 @@ def bounded(collect: Collect, bound: int, table: str) -> Collect:
             return collect(encoded.withColumn(VALUE, checked))
         except Exception as exc:
             if RAISED in causes(exc).conditions:
+                metrics.event("first_read_too_wide", table=table, bound_bytes=bound)
                 raise WiderThanBoundError(table, bound) from exc
             raise
 

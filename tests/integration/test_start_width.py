@@ -4,6 +4,7 @@ bounded to its share of max_bytes_per_chunk in that job; a wider change fails th
 the start samples the width and plans the chunk again. Either way every change is
 published once (producer/read/width.py)."""
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ def test_a_start_reads_its_first_chunk_bounded_or_sampled_and_publishes_every_ch
     endpoints: Endpoints,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
     max_bytes: int | None,
     samples: int,
 ) -> None:
@@ -52,6 +54,7 @@ def test_a_start_reads_its_first_chunk_bounded_or_sampled_and_publishes_every_ch
     entry: dict[str, Any] = {"table": path, "primary_key": "id", "topic": topic}
     if max_bytes is not None:
         entry["max_bytes_per_chunk"] = max_bytes
+    caplog.set_level(logging.INFO, logger="cdfbridge")
     stop, thread, raised = following(endpoints, [entry], spark)
     try:
         _wait_for(lambda: published(endpoints, topic, last), "the table's last version")
@@ -60,4 +63,6 @@ def test_a_start_reads_its_first_chunk_bounded_or_sampled_and_publishes_every_ch
         thread.join(60)
     assert raised == []
     assert len(sampled) == samples
+    too_wide = [m for m in caplog.messages if '"first_read_too_wide"' in m and path in m]
+    assert len(too_wide) == samples
     assert len(published_once(endpoints, topic)) == changes_of(path, last)
