@@ -11,6 +11,7 @@ import clickhouse_connect
 from clickhouse_connect.driver import httputil
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.httpclient import HttpClient
+from urllib3 import PoolManager
 
 from schemas.changes import IS_DELETED, VERSION
 from schemas.target import REBUILD_HINT, SchemaMismatchError, Target
@@ -43,10 +44,11 @@ def connect(settings: ClickHouseSettings, pool_size: int | None = None, **kwargs
 
 
 @functools.lru_cache(maxsize=4)
-def shared_pool(size: int, verify: bool = True, ca_cert: str | None = None) -> Any:
+def shared_pool(size: int, verify: bool = True, ca_cert: str | None = None) -> PoolManager:
     """One urllib3 pool manager of `size` connections a host, for the process's clients of
     that size and TLS settings (a client given a pool takes its TLS settings from it)."""
-    return httputil.get_pool_manager(maxsize=size, verify=verify, ca_cert=ca_cert)
+    pool: PoolManager = httputil.get_pool_manager(maxsize=size, verify=verify, ca_cert=ca_cert)
+    return pool
 
 
 def existing_columns(client: Client, target: Target) -> dict[str, str] | None:

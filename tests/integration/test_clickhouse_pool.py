@@ -6,6 +6,7 @@ hundreds of topics logged hundreds of times (docs/performance.md, the 500-table 
 
 import logging
 import threading
+from typing import Any
 
 import pytest
 
@@ -29,9 +30,9 @@ def test_requests_at_once_keep_their_connections_in_a_pool_sized_for_them(
     together = threading.Barrier(AT_ONCE)
     answers: list[int] = []
 
-    def ask(client: object) -> None:
+    def ask(client: Any) -> None:
         together.wait(10)
-        answers.append(client.query("SELECT sleep(0.3) + 1").result_rows[0][0])  # type: ignore[attr-defined]
+        answers.append(client.query("SELECT sleep(0.3) + 1").result_rows[0][0])
 
     caplog.set_level(logging.WARNING, logger="urllib3.connectionpool")
     threads = [threading.Thread(target=ask, args=(client,)) for client in clients]
