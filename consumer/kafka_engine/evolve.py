@@ -40,20 +40,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from consumer.group import offsets
-from consumer.group.registry import schema_id
 from consumer.kafka_engine.ddl import errors_pump, pump, queue
+from consumer.kafka_engine.new_group import reset_new, starts
 from consumer.tables.generation import Mark, record_engine_group
 from consumer.tables.placement import Placement
-from schemas.errors import ConfigError, ServiceUnavailableError
 from schemas.target import Target
 from services import faults
 
 log = logging.getLogger(__name__)
-TIMEOUT_S = 10
 # The comment consumer/kafka_engine/ddl.py gives a Kafka table (BUILT_FROM), read back.
 _BUILT = re.compile(r"cdfbridge value schema (\d+), group (.+)")
 
@@ -98,8 +93,11 @@ def evolve(
         placement.drop("VIEW", view.name)
     new = f"{group}-{latest}"
     start = starts(kafka, built.group or group, topic, built.schema_id, begin)  # 2.
-    if start:
-        reset_new(kafka, new, start)
+    made = Built(latest, new)  # by another apply meanwhile, whose engine holds the group
+    if start and not reset_new(
+        kafka, new, start, lambda: built_from(placement.client, target) == made
+    ):
+        return new  # that apply did steps 2-4: dropping its Kafka table would stall the group
     record_engine_group(placement, target, new)  # 3.
     faults.reach("kafka_engine_evolve.recorded")
     placement.drop("TABLE", queue(target).name)  # 4.
@@ -122,96 +120,3 @@ def recorded_group(mark: Mark, group: str) -> str | None:
     (`<group>-<id>`); None when there is none."""
     found = mark.engine_group
     return found if found.startswith(f"{group}-") else None
-
-
-def starts(
-    kafka: Mapping[str, Any], group: str, topic: str, built: int, begin: Mapping[int, int]
-) -> list[TopicPartition]:
-    """Where a new group takes over from group in each partition group has read: at the
-    first message of a schema newer than built that group read, else where group stands.
-    built 0 (unknown): where group stands. In a partition group has not committed in, at
-    the generation's start (begin); where begin has none, the engine's own reset reads
-    from the partition's first message, as the old group would have."""
-    probe = reader(kafka, group)  # committed() only: never joins
-    try:
-        partitions = sorted(probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions)
-        asked = [TopicPartition(topic, p) for p in partitions]
-        moved = []
-        for committed in probe.committed(asked, timeout=TIMEOUT_S):
-            if committed.offset < 0:  # nothing read there yet: not an older generation's
-                if committed.partition in begin:
-                    at = begin[committed.partition]
-                    moved.append(TopicPartition(topic, committed.partition, at))
-                continue
-            low, _ = probe.get_watermark_offsets(committed, timeout=TIMEOUT_S)
-            start = _first_newer(probe, committed, low, built) if built else committed.offset
-            moved.append(TopicPartition(topic, committed.partition, start))
-        return moved
-    finally:
-        probe.close()
-
-
-def reader(kafka: Mapping[str, Any], group: str) -> Consumer:
-    """A read_committed consumer that assign()s and reads single messages (framed_at), and
-    says where a partition ends; it never joins `group` nor commits. A start that
-    compaction or retention passed reads from the first message left."""
-    return Consumer(
-        {
-            **kafka,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
-            "auto.offset.reset": "earliest",
-        }
-    )
-
-
-def _first_newer(probe: Consumer, committed: TopicPartition, low: int, built: int) -> int:
-    """The first offset in [low, committed) of a message of a schema above built, by
-    bisection; committed.offset when there is none."""
-    high = committed.offset
-    while low < high:
-        middle = (low + high) // 2
-        found = framed_at(probe, committed.topic, committed.partition, middle, high)
-        if found is None:  # nothing framed in [middle, high)
-            high = middle
-        elif found[1] > built:
-            high = found[0]
-        else:
-            low = found[0] + 1
-    return high
-
-
-def framed_at(
-    probe: Consumer, topic: str, partition: int, offset: int, before: int
-) -> tuple[int, int] | None:
-    """(offset, schema id) of the first framed value at or after offset and before `before`."""
-    probe.assign([TopicPartition(topic, partition, offset)])
-    while True:
-        message = probe.poll(TIMEOUT_S)
-        if message is None:
-            return None
-        error = message.error()
-        if error is not None:
-            if error.code() != KafkaError._PARTITION_EOF:
-                raise ServiceUnavailableError(f"cannot read {topic} [{partition}]: {error}")
-            return None
-        at = message.offset() or 0
-        if at >= before:
-            return None
-        found = schema_id(message.value() or b"")
-        if found is not None:
-            return at, found
-
-
-@retry(
-    retry=retry_if_exception_type(ConfigError),
-    stop=stop_after_delay(30),
-    wait=wait_fixed(1),
-    reraise=True,
-)
-def reset_new(kafka: Mapping[str, Any], group: str, start: list[TopicPartition]) -> None:
-    """The new group's offsets set; retried while Kafka settles the new group."""
-    offsets.reset(kafka, group, start)

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaException
 from consumer.group import offsets
 from consumer.group.registry import Schemas
 from consumer.kafka_engine.ddl import errors
-from consumer.kafka_engine.evolve import TIMEOUT_S, framed_at, reader
+from consumer.kafka_engine.new_group import TIMEOUT_S, framed_at, reader
 from consumer.rebuild.lake import LakeUnreadableError
 from consumer.rebuild.steps import builder_group, rebuild
 from consumer.settings import ConsumerSettings

@@ -10,7 +10,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from consumer.group import offsets
-from consumer.kafka_engine.evolve import reset_new, starts
+from consumer.kafka_engine.new_group import reset_new, starts
 from tests.conftest import unique
 
 
