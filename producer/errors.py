@@ -101,7 +101,6 @@ class WiderThanBoundError(TransientError):
     samples the width and plans the chunk again: it never stops a table."""
 
     def __init__(self, table: str, bound: int) -> None:
-        self.bound = bound
         super().__init__(
             f"a change of {table}'s first chunk takes more than {bound} bytes: its row width "
             "is sampled and the chunk planned again"

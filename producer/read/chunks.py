@@ -27,7 +27,7 @@ from producer.read.cycle import Cycle
 from producer.read.file_read import FilePlan
 from producer.read.shared import Sharing
 from producer.read.source import DeltaSource
-from producer.read.width import Width, bounded
+from producer.read.width import Collect, Width, bounded
 from producer.spark_errors import reading
 from producer.steps import Waterfall
 from schemas.progress import Part
@@ -127,7 +127,7 @@ class Chunks:
         if self.cycle is not None:
             self.cycle.at_head(self, now)
 
-    def _collect(self, chunk: Chunk, encoding: Encoding) -> Callable[[DataFrame], pa.Table]:
+    def _collect(self, chunk: Chunk, encoding: Encoding) -> Collect:
         """How chunk's encoded rows are collected: a chunk of one slice at the head in the
         cycle, with its estimated bytes and, when read from its files, what lets it share
         a scan with other tables' reads; any other in a job of its own."""
