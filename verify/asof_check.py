@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ from verify.check import shared_columns, sorting_key, target_columns
 from verify.repair import repair
 from verify.report import Report
 from verify.settings import VerifySettings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ def run_round(
         details: dict[str, Any] = {}
         if found.differing:
             details = asof.differences(client, lake, table.target, shared, scope, found.differing)
+            details["keyed"] = True
+            if details["duplicate"]:
+                _refused(table, details)
             if mend:
                 generation = _generation(table) if table.generations else None
                 repair(client, lake, table.target, shared, scope, found.differing, generation)
@@ -94,6 +100,19 @@ def run_round(
     )
     rows = found.lake.rows + found.replica.rows
     return Round(report, time.monotonic() - began, rows, lake.committed_ms)
+
+
+def _refused(table: Table, details: dict[str, Any]) -> None:
+    """Say which keys no repair will settle: Delta holds more than one row of them."""
+    log.warning(
+        "key not unique in Delta: not compared, and not repaired",
+        extra={
+            "table": table.settings.verify.table,
+            "target": table.name,
+            "duplicate_keys": details["duplicate"],
+            "sample": details["duplicate_keys"],
+        },
+    )
 
 
 def _generation(table: Table) -> int:

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from verify.asof_check import Round
 
 PREFIX = "cdfbridge_verify_"
-STATES = ("lost", "extra", "wrong", "moving")
+STATES = ("lost", "extra", "wrong", "moving", "duplicate_key")
 
 
 class Metrics:
@@ -21,7 +21,8 @@ class Metrics:
         self.rows = Gauge(
             f"{PREFIX}rows",
             "Keys found in the last round, by state: lost (in Delta, not in ClickHouse), "
-            "extra, wrong (values differ), moving (changed after the version compared)",
+            "extra, wrong (values differ), moving (changed after the version compared), "
+            "duplicate_key (held by more than one row in Delta)",
             ["table", "state"],
             registry=r,
         )
@@ -56,7 +57,7 @@ class Metrics:
 
     def record(self, table: str, found: Round) -> None:
         report = found.report
-        counts = (report.lost, report.extra, report.wrong, report.moving)
+        counts = (report.lost, report.extra, report.wrong, report.moving, report.duplicate)
         for state, count in zip(STATES, counts, strict=True):
             self.rows.labels(table, state).set(count)
         self.version.labels(table).set(report.version)

@@ -10,7 +10,9 @@ differ, while the pipeline runs.
    key, so commit V + 1 can only insert it, which outranks that delete. (Such a key is
    then moving until a round is made at V + 1 or later.)
 Each step selects the keys again when it runs: a key that moved since the round is left out
-of both sides, and left alone. A second round then checks the table (the caller's).
+of both sides, and left alone. A key Delta holds more than one row of at V is left alone
+too: the replica keeps one row per key, so writing either row would flip the key between
+them round after round (the round names such keys: verify/asof_keys.py). A second round then checks the table (the caller's).
 """
 
 from __future__ import annotations
@@ -46,16 +48,17 @@ def repair(
     """1. and 2., for the keys of `buckets`; generation: the topic's, where the target has
     the `_generation` column."""
     lake_rows, replica_rows = sides(lake, target, columns, scope, buckets)
-    v = lake.version
+    v, key = lake.version, scope.key_tuple
     names = [quote(name) for name, _ in columns]
-    held = f"tuple({scope.key_tuple}, {row_hash(columns)})"
+    held = f"tuple({key}, {row_hash(columns)})"
+    repeated = f"SELECT {key} FROM ({lake_rows}) GROUP BY {key} HAVING count() > 1"  # noqa: S608
     _insert(
         client,
         lake,
         target,
         names,
         f"SELECT * FROM ({lake_rows}) WHERE {held} GLOBAL NOT IN "  # noqa: S608 - quoted
-        f"(SELECT {held} FROM ({replica_rows}))",
+        f"(SELECT {held} FROM ({replica_rows})) AND {key} GLOBAL NOT IN ({repeated})",
         (SNAPSHOT, str(v), generation),
     )
     _insert(

@@ -46,10 +46,21 @@ class Report:
     moving: int = 0
     slice: tuple[int, int] = (0, 1)
     reader: str = ""  # what read the Delta side, where an as-of round says
+    # Keys Delta's table holds more than one row of (an as-of round names them).
+    duplicate: int = 0
+    duplicate_keys: list[Key] = field(default_factory=list)
+    # An as-of round named the keys of the buckets that differ (its step 2): those keys,
+    # not the sides' totals, say whether the table is equal, since a bucket also differs
+    # where a key moved during the round's first step (verify/asof_keys.py).
+    keyed: bool = False
 
     @property
     def equal(self) -> bool:
-        return not self.schema_problems and self.delta == self.clickhouse
+        if self.schema_problems:
+            return False
+        if self.keyed:
+            return not (self.lost or self.extra or self.wrong or self.duplicate)
+        return self.delta == self.clickhouse
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "equal": self.equal}
@@ -78,7 +89,21 @@ class Report:
                 f"{self.delta.distinct_keys:,} keys, and a replica keeps one row per key; "
                 "choose key columns that are unique (--primary-key), then resync"
             )
-        lines.append(f"NOT EQUAL: {self.lost:,} lost, {self.extra:,} extra, {self.wrong:,} wrong")
+        if self.duplicate:
+            lines.append(
+                f"the key is not unique in the Delta table: {self.duplicate:,} keys are held by "
+                "more than one row, and a replica keeps one row per key. A commit appended "
+                "rows whose keys were there (an INSERT where a MERGE was meant): remove the "
+                "extra rows in Delta, or choose key columns that are unique (--primary-key) "
+                "and resync; --repair leaves these keys alone"
+            )
+        duplicates = f", {self.duplicate:,} duplicate" * bool(self.duplicate)
+        lines.append(
+            f"NOT EQUAL: {self.lost:,} lost, {self.extra:,} extra, {self.wrong:,} wrong{duplicates}"
+        )
+        lines += _keys(
+            "duplicate (more than one row in Delta)", self.duplicate, self.duplicate_keys
+        )
         lines += _keys("lost (in Delta, not in ClickHouse)", self.lost, self.lost_keys)
         lines += _keys("extra (in ClickHouse, not in Delta)", self.extra, self.extra_keys)
         lines += _keys("wrong (values differ)", self.wrong, self.wrong_keys)
