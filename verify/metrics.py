@@ -47,6 +47,9 @@ class Metrics:
             ["table"],
             registry=r,
         )
+        self.rounds = Counter(
+            f"{PREFIX}rounds", "Rounds made (and recorded here)", ["table"], registry=r
+        )
         self.failures = Counter(
             f"{PREFIX}failures",
             "Rounds that could not be made (the log says why)",
@@ -61,6 +64,7 @@ class Metrics:
         for state, count in zip(STATES, counts, strict=True):
             self.rows.labels(table, state).set(count)
         self.version.labels(table).set(report.version)
+        self.rounds.labels(table).inc()
         self.round_seconds.labels(table).set(found.seconds)
         self.round_rows.labels(table).set(found.rows)
         if found.committed_ms is not None:

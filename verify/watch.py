@@ -8,7 +8,11 @@ Each round of a table:
 3. the round at that version, on the next slice of the key buckets; with --repair, what
    differs is repaired, and (once) compared again;
 4. the metrics (verify/metrics.py) and, on a mismatch, the report with sample keys logged.
-A table whose round fails is named by /health until a round of it passes; the others go on.
+A table whose round fails, for whatever reason (its target dropped, its topic deleted,
+ClickHouse or Kafka down), is logged with its name, counted
+(`cdfbridge_verify_failures_total`), named by /health until a round of it passes, and tried
+again at its next turn, its target looked up afresh; the others go on. An outage is waited
+out: the watch never ends on one.
 """
 
 from __future__ import annotations
@@ -18,8 +22,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
-
-from confluent_kafka import KafkaException
 
 from consumer.health import serve
 from schemas.errors import CdfBridgeError
@@ -46,6 +48,7 @@ class Watched:
     table: Table | None = None
     due: float = 0.0  # monotonic time of its next round
     slice: int = 0
+    prepared: bool = False  # its target was found once: missing later, it is a failure
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +70,7 @@ def one_round(client: Any, w: Watched) -> Round | None:
     s = w.settings.verify
     if w.table is None:
         w.table = prepare(w.settings, client)
+        w.prepared = True
     version = s.version if s.version is not None else w.consumed.version()
     if version is None:
         return None
@@ -113,7 +117,15 @@ class Watch:
         self.settings, self.stop = settings, stop or threading.Event()
         self.tables = watched(settings)
         self.metrics = Metrics()
-        self.client = connect(settings.clickhouse)
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        """The watch's ClickHouse client, made at its first use (in a round, whose failure
+        it then is while ClickHouse cannot be reached)."""
+        if self._client is None:
+            self._client = connect(self.settings.clickhouse)
+        return self._client
 
     def run(self) -> None:
         port = self.settings.verify.metrics_port
@@ -138,12 +150,12 @@ class Watch:
             with sorted_errors(self.settings.clickhouse.url):
                 found = one_round(self.client, w)
         except NothingToCompareError as exc:
-            if w.table is None:  # its target is not made yet: not a failure
+            if not w.prepared:  # its target is not made yet: not a failure
                 log.info("%s: nothing to compare yet (%s)", w.name, exc)
                 return
             self._failed(w, exc)
             return
-        except (CdfBridgeError, KafkaException) as exc:
+        except Exception as exc:  # noqa: BLE001 - one table's failure never ends the watch
             self._failed(w, exc)
             return
         if found is None:
@@ -160,5 +172,13 @@ class Watch:
         )
 
     def _failed(self, w: Watched, exc: Exception) -> None:
-        log.warning("%s: the round failed: %s", w.name, exc)
+        """Log and count the failure; the table's target is looked up again next time."""
+        ours = isinstance(exc, CdfBridgeError)
+        log.warning(
+            "%s: the round failed: %s",
+            *(w.name, exc),
+            extra={"table": w.name},
+            exc_info=None if ours else exc,
+        )
         self.metrics.failed(w.name, f"{type(exc).__name__}: {exc}"[:300])
+        w.table = None

@@ -6,8 +6,10 @@ applies every configured topic's DDL in turn, every `kafka_engine_watch_seconds`
 SIGTERM:
 1. plan each topic's DDL from the registry's latest schemas;
 2. apply it: what is in place and current is left alone, what is missing or older is made;
-3. a topic whose apply fails is logged, reported by /health and tried again next round;
-   the others go on;
+3. a topic whose apply fails, for whatever reason, is logged, reported by /health and
+   tried again next round; the others go on. Finding the topics of a pattern is retried
+   the same way (a Kafka outage is waited out, with the topics found before); only a
+   pattern that matches nothing at the start ends the watch (a settings error);
 4. the messages the engine could not parse (`<table>_kafka_errors`) are counted: rows there
    are rows missing from the table, so /health reports them until someone deals with them
    (a rebuild, then TRUNCATE of the errors table); and the table's newest commit time is
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 import time
 
@@ -35,12 +38,13 @@ from consumer.settings import ConsumerSettings
 from consumer.topics import resolve
 from schemas.changes import COMMIT_TIMESTAMP
 from schemas.clickhouse import quote
-from schemas.errors import CdfBridgeError
+from schemas.errors import CdfBridgeError, ConfigError
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
 
 log = logging.getLogger(__name__)
 PREFIX = "cdfbridge_consumer_kafka_engine_"
+TOPICS = "(topics)"  # what /health and the failure counter name a failed look for topics
 
 
 class EngineWatch:
@@ -70,6 +74,8 @@ class EngineWatch:
         )
         self.unparsed_by_topic: dict[str, int] = {}
         self.newest_row = NewestRowAge(r)
+        self.topics: list[ConsumerSettings] = []  # the last topics found
+        self.nullable_tuple: bool | None = None  # ClickHouse's, asked in the first apply
 
     def problems(self) -> list[str]:
         failed = [f"topic {topic}: {why}" for topic, why in sorted(self.failures.items())]
@@ -82,29 +88,40 @@ class EngineWatch:
 
     def run(self) -> None:
         """Rounds until stop is set; each topic's failure is its own (step 3)."""
-        nullable_tuple = kafka_engine_plan.nullable_tuples(self.settings)
         while not self.stop.is_set():
-            for each in resolve(self.settings):
+            for each in self._resolved():
                 if self.stop.is_set():
                     return
-                self._apply(each, nullable_tuple)
+                self._apply(each)
             self.stop.wait(self.settings.consumer.kafka_engine_watch_seconds)
 
-    def _apply(self, each: ConsumerSettings, nullable_tuple: bool) -> None:
+    def _resolved(self) -> list[ConsumerSettings]:
+        """The topics to apply this round: found again, else (3.) the last ones found."""
+        try:
+            self.topics = resolve(self.settings)
+        except ConfigError:
+            if not self.topics:  # the first look: the settings are wrong
+                raise
+            self._failure(TOPICS, "the topics were not found")
+        except Exception:  # noqa: BLE001 - a Kafka outage (3.): waited out
+            self._failure(TOPICS, "the topics were not found")
+        else:
+            self._forget(TOPICS)
+        return self.topics
+
+    def _apply(self, each: ConsumerSettings) -> None:
         topic = each.consumer.topic
         try:
+            if self.nullable_tuple is None:
+                self.nullable_tuple = kafka_engine_plan.nullable_tuples(self.settings)
+            nullable_tuple = self.nullable_tuple
             chosen = kafka_engine_plan.plan(each, self.group, self.num_consumers, nullable_tuple)
             kafka_engine_plan.apply(each, chosen)  # 1., 2.
             count, newest = table_state(each)  # 4.
-        except CdfBridgeError as exc:  # 3.
-            self.failures[topic] = str(exc)[:500]
-            self.failed.labels(topic).inc()
-            log.error(
-                "the Kafka engine's DDL was not applied",
-                extra={"topic": topic, "error": str(exc)[:500]},
-            )
+        except Exception:  # noqa: BLE001 - any topic's failure is its own (3.)
+            self._failure(topic, "the Kafka engine's DDL was not applied")
             return
-        if self.failures.pop(topic, None) is not None or topic not in self.done:
+        if self._forget(topic) or topic not in self.done:
             log.info("the Kafka engine's DDL is applied", extra={"topic": topic})
         self.done.add(topic)
         self.applied.labels(topic).set(time.time())
@@ -112,6 +129,20 @@ class EngineWatch:
         self.unparsed.labels(topic).set(count)
         if newest is not None:
             self.newest_row.saw(topic, newest)
+
+    def _failure(self, topic: str, what: str) -> None:
+        """Record the exception being handled as topic's failure: logged (with its traceback
+        when it is not one of ours), counted, and named by /health."""
+        exc = sys.exc_info()[1]
+        ours = isinstance(exc, CdfBridgeError)
+        why = (str(exc) if ours else f"{type(exc).__name__}: {exc}")[:500]
+        self.failures[topic] = why
+        self.failed.labels(topic).inc()
+        log.error(what, extra={"topic": topic, "error": why}, exc_info=None if ours else exc)
+
+    def _forget(self, topic: str) -> bool:
+        """topic's failure is over; whether it had one."""
+        return self.failures.pop(topic, None) is not None
 
 
 def table_state(settings: ConsumerSettings) -> tuple[int, float | None]:
