@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from services.progress_topic import progress_topic
+from schemas.naming import progress_topic
 from tests.endpoints import Endpoints
 from tests.integration.forwarder import Forwarder
 from tests.integration.test_many_tables import _wait_for
