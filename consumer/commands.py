@@ -74,7 +74,7 @@ def _bootstrap(settings: ConsumerSettings, args: argparse.Namespace) -> int:
 
 
 def _reset_offsets(settings: ConsumerSettings, args: argparse.Namespace) -> int:
-    from consumer.group import offsets
+    from services import offsets
 
     settings = settings.one("reset-offsets")
     kafka = settings.kafka.client_config()

@@ -30,13 +30,13 @@ from consumer.group.loop import Pipeline
 from consumer.group.member import Member
 from consumer.group.metrics import Collectors, Metrics
 from consumer.group.startup import dead_letters_for, prefetch_of
-from consumer.health import serve
 from consumer.rebuild import auto_rebuild
 from consumer.rebuild.generations import Generations
 from consumer.settings import ConsumerSettings
 from consumer.topics import resolve
 from schemas.errors import CdfBridgeError
 from services.cli import exit_code
+from services.health import serve
 from services.kafka_errors import error_of, passing
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """`status`: where the group stands per partition, the last Delta version in the table,
 its row counts, and whether a resync (a new generation of the topic) calls for a rebuild.
 A partition's lag is 0 once a read_committed reader has nothing left after the group's
-offset, even though commit markers follow it (consumer/group/offsets.py)."""
+offset, even though commit markers follow it (services/offsets.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from clickhouse_connect.driver.client import Client
 
-from consumer.group import history, offsets
+from consumer.group import history
 from consumer.group.registry import Schemas
 from consumer.kafka_engine.evolve import built_from
 from consumer.rebuild.steps import SHADOW_SUFFIX
@@ -19,6 +19,7 @@ from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
 from schemas.progress import Generation
 from schemas.target import Target
+from services import offsets
 from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import Progress

@@ -68,3 +68,9 @@ def existing_columns(client: Client, target: Target) -> dict[str, str] | None:
             f"is not a cdfbridge table: drop it, or set another table, or {REBUILD_HINT}"
         )
     return {name: kind for name, kind, default in rows if default != "MATERIALIZED"}
+
+
+def insert_settings(target: Target) -> dict[str, int]:
+    """An insert into a cluster's Distributed table returns once every shard has its rows
+    (each under the insert's dedup token), so a retry is a no-op where a shard has them."""
+    return {"distributed_foreground_insert": 1} if target.cluster else {}

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from consumer.group.offsets import PartitionOffsets, positions
-from consumer.rebuild.boundary import high_watermarks, stable_offsets
+from services.offsets import PartitionOffsets, positions
+from services.partition_ends import high_watermarks, stable_offsets
 from services.progress_topic import Progress
 
 MARKS = 64  # kept per table: a consumer far behind is judged by the oldest

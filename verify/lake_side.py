@@ -2,7 +2,7 @@
 in the target's column types and as the producer publishes it.
 
 1. ClickHouse reads the table itself where it can (local paths, s3://: the bootstrap's
-   consumer/rebuild/lake.py), at V through `delta_lake_snapshot_version`: hashed columns
+   services/lake.py), at V through `delta_lake_snapshot_version`: hashed columns
    hashed as the producer hashes them, every column cast to the target's type;
 2. else (ADLS, a catalog name, a table ClickHouse refuses, or a target with a Nullable
    struct, which ClickHouse's reader gives as a struct of NULLs: consumer/rebuild/
@@ -21,11 +21,10 @@ from typing import Any
 
 from clickhouse_connect.driver.exceptions import DatabaseError
 
-from consumer.rebuild.bootstrap import LAKE_CODES, commit_millis, lake_column
-from consumer.rebuild.lake import LakeUnreadableError, locate
-from consumer.rebuild.lake_structs import ambiguous
 from schemas.clickhouse import quote
 from schemas.target import Target
+from services.lake import LAKE_CODES, LakeUnreadableError, commit_millis, lake_column, locate
+from services.lake_structs import ambiguous
 from verify import hashed, snapshot
 from verify.settings import VerifySettings
 

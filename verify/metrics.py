@@ -1,5 +1,5 @@
 """The watcher's Prometheus metrics, one set per table (label `table`: the ClickHouse table,
-`database.table`), served with /health by consumer/health.py. Dashboards and alert rules
+`database.table`), served with /health by services/health.py. Dashboards and alert rules
 (docs/operations.md, monitoring/) rely on these names."""
 
 from __future__ import annotations

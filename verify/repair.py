@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from consumer.tables.placement import insert_settings
 from schemas.changes import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
@@ -31,6 +30,7 @@ from schemas.changes import (
 )
 from schemas.clickhouse import literal, quote
 from schemas.target import Target
+from services.clickhouse_client import insert_settings
 from verify.asof import Scope, sides
 from verify.canonical import row_hash
 from verify.lake_side import Columns, LakeSide

@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from consumer.health import serve
 from schemas.errors import CdfBridgeError
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
+from services.health import serve
 from verify.asof import Scope
 from verify.asof_check import Round, Table, prepare, run_round
 from verify.consumed import Consumed

@@ -17,11 +17,11 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from consumer.group.offsets import PartitionOffsets, positions
 from schemas.errors import TerminalError
 from schemas.progress import Generation
 from services.kafka_errors import error_of
 from services.kafka_topics import admin_client
+from services.offsets import PartitionOffsets, positions
 from services.service_errors import client_failure
 
 TIMEOUT_S = 30

@@ -1,5 +1,5 @@
 """Prometheus metrics, for the process and per topic, on one registry (served with /health
-by consumer/health.py).
+by services/health.py).
 
 `Collectors` are the process's, one set however many topics it reads: the unlabeled ones
 total the process, as with one topic; the `cdfbridge_consumer_topic_*` ones carry a `topic`

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from clickhouse_connect.driver.client import Client
 from pydantic import SecretStr
 
-from consumer.tables.placement import insert_settings
 from schemas.clickhouse import InputColumn, literal, quote
 from schemas.target import Target
+from services.clickhouse_client import insert_settings
 from services.clickhouse_errors import sorted_errors
 
 

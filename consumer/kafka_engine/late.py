@@ -24,19 +24,19 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 
-from consumer.group import offsets
 from consumer.group.registry import Schemas
 from consumer.kafka_engine.ddl import errors
 from consumer.kafka_engine.new_group import TIMEOUT_S, framed_at, reader
-from consumer.rebuild.lake import LakeUnreadableError
 from consumer.rebuild.steps import builder_group, rebuild
 from consumer.settings import ConsumerSettings
 from consumer.tables.placement import Placement
 from schemas.clickhouse import columns
 from schemas.errors import ConfigError
+from services import offsets
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
 from services.kafka_errors import error_of
+from services.lake import LakeUnreadableError
 from services.service_errors import client_failure
 
 

@@ -10,9 +10,9 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from consumer.group import offsets
 from consumer.group.registry import schema_id
 from schemas.errors import ConfigError, ServiceUnavailableError
+from services import offsets
 
 TIMEOUT_S = 10
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from consumer.group import history, offsets
+from consumer.group import history
 from consumer.group.registry import Schemas
 from consumer.kafka_engine.ddl import KafkaSource, engine_statements, statements
 from consumer.kafka_engine.evolve import built_from, evolve, recorded_group
@@ -22,6 +22,7 @@ from schemas.clickhouse import InputColumn, input_columns
 from schemas.clickhouse import columns as clickhouse_columns
 from schemas.progress import Generation
 from schemas.target import Target
+from services import offsets
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import Progress

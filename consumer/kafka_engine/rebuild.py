@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 
-from consumer.group import offsets
 from consumer.kafka_engine.ddl import errors_pump, pump, queue
 from consumer.kafka_engine.evolve import built_from, recorded_group
 from consumer.rebuild.auto_rebuild import behind, rebuilt
@@ -33,7 +32,7 @@ from consumer.settings import ConsumerSettings
 from consumer.tables.generation import marked
 from consumer.tables.placement import Placement
 from schemas.target import Target
-from services import faults
+from services import faults, offsets
 from services.clickhouse_client import existing_columns
 from services.progress_topic import Progress
 

@@ -31,7 +31,6 @@ import time
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from consumer.freshness import NewestRowAge
-from consumer.health import serve
 from consumer.kafka_engine import plan as kafka_engine_plan
 from consumer.kafka_engine.ddl import errors
 from consumer.settings import ConsumerSettings
@@ -41,6 +40,7 @@ from schemas.clickhouse import quote
 from schemas.errors import CdfBridgeError, ConfigError
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
+from services.health import serve
 
 log = logging.getLogger(__name__)
 PREFIX = "cdfbridge_consumer_kafka_engine_"

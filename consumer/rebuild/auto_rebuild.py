@@ -16,17 +16,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from consumer.group import offsets
 from consumer.group.loop import Pipeline
 from consumer.rebuild.first_read import starts
 from consumer.rebuild.generations import Generations
-from consumer.rebuild.lake import LakeUnreadableError
 from consumer.rebuild.steps import builder_group, rebuild
 from consumer.settings import ConsumerSettings
 from consumer.tables.generation import held
 from schemas.target import SchemaMismatchError
+from services import offsets
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
+from services.lake import LakeUnreadableError
 from services.progress_topic import Progress
 from services.retry import Stopped, retrying
 

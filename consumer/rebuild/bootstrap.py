@@ -14,7 +14,7 @@ The steps, in this order (consumer/rebuild/steps.py runs them into its shadow ta
 3. INSERT … SELECT the table at version N into the target, `_change_type` 'snapshot' at
    version N, excluded columns left out (they are not in the target), hashed columns
    hashed as the producer hashes them (schemas/column_policy.py); refused where a NULL
-   struct may have been read as a struct of NULLs (consumer/rebuild/lake_structs.py);
+   struct may have been read as a struct of NULLs (services/lake_structs.py);
 4. the caller sets its group's offsets to step 1's and follows the topic.
 """
 
@@ -24,34 +24,24 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import DatabaseError
 
-from consumer.rebuild import boundary, lake_structs
-from consumer.rebuild.lake import LakeTable, LakeUnreadableError
-from consumer.tables.placement import insert_settings
+from consumer.rebuild import boundary
 from schemas.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, GENERATION, SNAPSHOT
 from schemas.clickhouse import literal, quote
 from schemas.errors import TerminalError
 from schemas.progress import Generation
 from schemas.target import Target
-from services.clickhouse_client import existing_columns
+from services import lake_structs
+from services.clickhouse_client import existing_columns, insert_settings
+from services.lake import LAKE_CODES, LakeTable, LakeUnreadableError, committed_at, lake_column
+from services.partition_ends import stable_offsets
 from services.progress_topic import Progress
 
 log = logging.getLogger(__name__)
-# What ClickHouse answers when it cannot read the table or a feature of it: NOT_IMPLEMENTED,
-# FILE_DOESNT_EXIST, CANNOT_EXTRACT_TABLE_STRUCTURE, PATH_ACCESS_DENIED, S3_ERROR,
-# DELTA_KERNEL_ERROR.
-LAKE_CODES = frozenset({48, 107, 481, 499, 636, 742})
-# Delta's history time of a commit, read from its commit file's lines.
-COMMIT_TIME = (
-    "coalesce(max(JSONExtract(line, 'commitInfo', 'inCommitTimestamp', 'Nullable(Int64)')), "
-    "toUnixTimestamp64Milli(max(toDateTime64(_time, 3))))"
-)
-INTEGRAL = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 
 
 class NothingPublishedError(TerminalError):
@@ -69,7 +59,7 @@ class StartPoint:
 
 def start_point(kafka_config: Mapping[str, Any], topic: str) -> StartPoint:
     """Steps 1 and 2."""
-    offsets = boundary.stable_offsets(kafka_config, topic)
+    offsets = stable_offsets(kafka_config, topic)
     boundary.settle_progress(kafka_config, topic)
     position = Progress(dict(kafka_config), topic).read()
     version = position.part.last if position.part is not None else position.version
@@ -148,39 +138,3 @@ def _load(
         },
     )
     return rows
-
-
-def lake_column(name: str, kind: str, hashed: bool) -> str:
-    """A lake column as published: hashed as lowercase hex SHA-256 of its bytes (strings,
-    binary) or of its decimal text (integers); NULL stays NULL."""
-    if not hashed:
-        return quote(name)
-    value = (
-        f"toString({quote(name)})"
-        if kind.removeprefix("Nullable(").startswith(INTEGRAL)
-        else quote(name)
-    )
-    return f"lower(hex(SHA256({value})))"
-
-
-def committed_at(client: Client, lake: LakeTable, version: int) -> str:
-    """commit_millis as a ClickHouse DateTime64 expression."""
-    return f"fromUnixTimestamp64Milli(toInt64({commit_millis(client, lake, version)}), 'UTC')"
-
-
-def commit_millis(client: Client, lake: LakeTable, version: int) -> int:
-    """The commit time of `version` as Delta's history gives it: the in-commit timestamp
-    when the table records one, else the commit file's modification time; now when the
-    log no longer holds the commit file."""
-    try:
-        found = client.command(
-            f"SELECT {COMMIT_TIME} FROM {lake.log_file_sql(version)}",  # noqa: S608 - parameters
-            parameters=lake.query_parameters(version),
-        )
-        millis = int(str(found))
-    except (DatabaseError, ValueError):
-        log.warning(
-            "no commit file for the version: its time is the load's", extra={"version": version}
-        )
-        millis = int(datetime.now(UTC).timestamp() * 1000)
-    return millis

@@ -22,19 +22,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, Literal
-
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from collections.abc import Mapping
+from typing import Any
 
 from schemas.errors import ServiceUnavailableError
 from schemas.naming import progress_topic
-from services.kafka_errors import error_of
-from services.service_errors import client_failure
+from services.partition_ends import TIMEOUT_S, offsets_probe, partition_end
 
 log = logging.getLogger(__name__)
-TIMEOUT_S = 30
 # A transaction is aborted by its coordinator after transaction.timeout.ms at most (the
 # producer's is 600 s): wait that long, and a little more, for the progress partition.
 SETTLE_S = 660.0
@@ -52,37 +47,17 @@ class ProgressUnsettledError(ServiceUnavailableError):
         )
 
 
-def stable_offsets(kafka_config: Mapping[str, Any], topic: str) -> dict[int, int]:
-    """Step 1: per partition, the end of what a read_committed reader can read now."""
-    return _ends(kafka_config, topic, "read_committed")
-
-
-def high_watermarks(kafka_config: Mapping[str, Any], topic: str) -> dict[int, int]:
-    """Per partition, the end of what has been written, open transactions' messages too."""
-    return _ends(kafka_config, topic, "read_uncommitted")
-
-
-def _ends(
-    kafka_config: Mapping[str, Any],
-    topic: str,
-    isolation: Literal["read_committed", "read_uncommitted"],
-) -> dict[int, int]:
-    with _probe(kafka_config, isolation, f"reading the offsets of {topic}") as probe:
-        partitions = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
-        return {p: _end(probe, topic, p) for p in sorted(partitions)}
-
-
 def settle_progress(kafka_config: Mapping[str, Any], topic: str) -> None:
     """Steps 2 and 3, once step 1 is done: return once every transaction that wrote to the
     progress partition before now has ended there."""
     progress, doing = progress_topic(topic), f"reading the offsets of {progress_topic(topic)}"
-    with _probe(kafka_config, "read_uncommitted", doing) as probe:
+    with offsets_probe(kafka_config, "read_uncommitted", doing) as probe:
         if not probe.list_topics(progress, timeout=TIMEOUT_S).topics[progress].partitions:
             return  # nothing published yet
-        high = _end(probe, progress, 0)  # 2.
+        high = partition_end(probe, progress, 0)  # 2.
     began = time.monotonic()
-    with _probe(kafka_config, "read_committed", doing) as probe:
-        while (stable := _end(probe, progress, 0)) < high:  # 3.
+    with offsets_probe(kafka_config, "read_committed", doing) as probe:
+        while (stable := partition_end(probe, progress, 0)) < high:  # 3.
             waited = time.monotonic() - began
             if waited > SETTLE_S:
                 raise ProgressUnsettledError(progress, waited)
@@ -91,27 +66,3 @@ def settle_progress(kafka_config: Mapping[str, Any], topic: str) -> None:
                 extra={"topic": progress, "stable": stable, "high": high},
             )
             time.sleep(LOOK_S)
-
-
-def _end(probe: Any, topic: str, partition: int) -> int:
-    return int(probe.get_watermark_offsets(TopicPartition(topic, partition), TIMEOUT_S)[1])
-
-
-@contextmanager
-def _probe(
-    kafka_config: Mapping[str, Any],
-    isolation: Literal["read_committed", "read_uncommitted"],
-    doing: str,
-) -> Iterator[Any]:
-    """A consumer that only asks for offsets: it never joins a group nor commits; its
-    isolation level decides whether a partition's end is its LSO or its high watermark."""
-    probe = Consumer(
-        {**kafka_config, "group.id": "cdfbridge-bootstrap-probe", "isolation.level": isolation}
-    )
-    try:
-        yield probe
-    except KafkaException as exc:
-        where = str(kafka_config.get("bootstrap.servers", "?"))
-        raise client_failure(error_of(exc), where, doing) from exc
-    finally:
-        probe.close()

@@ -14,13 +14,14 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from consumer.group import history, offsets
+from consumer.group import history
 from consumer.group.registry import Schemas
 from consumer.group.startup import dead_letters_for
 from consumer.group.writer import BatchWriter
-from consumer.rebuild import bootstrap, lake
+from consumer.rebuild import bootstrap
 from consumer.settings import ConsumerSettings
 from schemas.target import Target
+from services import lake, offsets
 from services.clickhouse_client import connect
 from services.progress_topic import Progress
 

@@ -42,7 +42,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
-from consumer.group import offsets
 from consumer.group.loop import Pipeline
 from consumer.group.registry import Schemas
 from consumer.rebuild import fill, whole
@@ -53,7 +52,7 @@ from consumer.tables.generation import mark
 from consumer.tables.placement import Placement, distributed_sql
 from schemas.errors import ConfigError
 from schemas.target import Target
-from services import faults
+from services import faults, offsets
 from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
 

@@ -39,12 +39,6 @@ def engine(replicated: bool) -> str:
     return f"Replicated{ENGINE}" if replicated else ENGINE
 
 
-def insert_settings(target: Target) -> dict[str, int]:
-    """An insert into a cluster's Distributed table returns once every shard has its rows
-    (each under the insert's dedup token), so a retry is a no-op where a shard has them."""
-    return {"distributed_foreground_insert": 1} if target.cluster else {}
-
-
 @dataclass(frozen=True)
 class Placement:
     client: Client  # the server the consumer inserts through and queries

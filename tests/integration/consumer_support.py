@@ -207,7 +207,7 @@ def joined_member(kafka: str, group: str, topic: str) -> Any:
 
 def wait_until_read(kafka: str, group: str, topic: str) -> None:
     """Wait (90 s at most) until group has committed everything readable in topic."""
-    from consumer.group.offsets import positions
+    from services.offsets import positions
 
     deadline = time.monotonic() + 90
     while any(p.lag for p in positions({"bootstrap.servers": kafka}, group, topic)):

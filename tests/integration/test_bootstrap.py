@@ -14,14 +14,14 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from consumer.group import offsets
 from consumer.group.history import HistoryGoneError
 from consumer.group.loop import Pipeline
 from consumer.kafka_engine import plan as kafka_engine_plan
 from consumer.process import run
-from consumer.rebuild.lake import LakeUnreadableError
 from consumer.rebuild.steps import rebuild
 from consumer.status import status
+from services import offsets
+from services.lake import LakeUnreadableError
 from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints, ObjectStore

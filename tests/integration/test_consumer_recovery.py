@@ -18,13 +18,13 @@ import clickhouse_connect
 import pytest
 from confluent_kafka.admin import ConfigResource
 
-from consumer.group import offsets
 from consumer.group.loop import Pipeline
 from consumer.group.metrics import RETRIES, ROWS
 from consumer.group.startup import leave, member_consumer
 from consumer.rebuild.first_read import Starts, starts
 from producer.publish.topics import ensure_topics
 from schemas.naming import REPLAYABLE, progress_topic
+from services import offsets
 from services.settings import ClickHouseSettings
 from stack.clickhouse import ClickHouse
 from stack.settings import StackSettings

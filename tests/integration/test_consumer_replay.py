@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from consumer.cli import main
-from consumer.group import offsets
 from consumer.group.loop import Pipeline
+from services import offsets
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from consumer.group import offsets
+from services import offsets
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.group import offsets
 from consumer.group.kafka import ensure_topic
+from services import offsets
 from tests.conftest import free_port, unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (

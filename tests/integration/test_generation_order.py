@@ -25,12 +25,12 @@ import pytest
 from confluent_kafka.schema_registry import Schema
 
 from consumer.cli import main as consumer_cli
-from consumer.group import offsets
 from consumer.process import run as consume
 from producer.resync import resync_command
 from schemas.avro import value_schema
 from schemas.changes import GENERATION, version
 from schemas.naming import value_subject
+from services import offsets
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
 from tests.conftest import unique

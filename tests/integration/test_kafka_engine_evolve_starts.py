@@ -9,8 +9,8 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from consumer.group import offsets
 from consumer.kafka_engine.new_group import reset_new, starts
+from services import offsets
 from tests.conftest import unique
 
 

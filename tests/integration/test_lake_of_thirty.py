@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from consumer.group import offsets
 from consumer.process import Consumers
 from producer.run import run
+from services import offsets
 from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints

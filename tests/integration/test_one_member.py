@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from consumer.group import offsets
+from services import offsets
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import Changes, consumers_of, order

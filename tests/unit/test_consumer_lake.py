@@ -8,11 +8,10 @@ import pytest
 from pydantic import SecretStr
 
 from consumer.group.history import Gap, gaps
-from consumer.group.offsets import PartitionOffsets
-from consumer.rebuild.bootstrap import lake_column
-from consumer.rebuild.lake import LakeUnreadableError, locate
-from consumer.rebuild.lake_structs import ambiguous
 from schemas.progress import Generation
+from services.lake import LakeUnreadableError, lake_column, locate
+from services.lake_structs import ambiguous
+from services.offsets import PartitionOffsets
 from services.storage import StorageSettings
 
 MINIO = StorageSettings(

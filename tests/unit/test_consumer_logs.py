@@ -3,9 +3,9 @@
 import json
 import logging
 
-from consumer.group.offsets import PartitionOffsets
 from consumer.logs import JsonFormatter, configure
 from consumer.status import Status
+from services.offsets import PartitionOffsets
 
 
 def test_a_batch_log_line_is_json_with_its_fields() -> None:

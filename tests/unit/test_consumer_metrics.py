@@ -12,11 +12,11 @@ from confluent_kafka import KafkaError, KafkaException
 from consumer.group.batch import PartitionBatch, Written
 from consumer.group.errors import KafkaFatalError
 from consumer.group.metrics import BUFFERED, FAILED, ROWS, Collectors, Metrics
-from consumer.health import serve
 from consumer.process import Failure, worst
 from schemas.errors import ConfigError
 from schemas.target import SchemaMismatchError
 from services.clickhouse_errors import ClickHouseUnavailableError
+from services.health import serve
 from tests.conftest import free_port
 
 

@@ -6,8 +6,8 @@ import time
 from prometheus_client import CollectorRegistry, generate_latest
 
 from consumer.freshness import NEWEST_ROW_AGE, NewestRowAge, commit_times
-from consumer.group.offsets import PartitionOffsets
 from consumer.group.registry import Schemas
+from services.offsets import PartitionOffsets
 from verify.asof import BUCKETS, Scope
 from verify.asof_check import Round
 from verify.consumed import Mark, passed

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from clickhouse_connect.driver.client import Client
 
-from consumer.rebuild.lake import LakeUnreadableError
 from schemas.clickhouse import literal, quote, split_type, tuple_element
 from schemas.target import Target
+from services.lake import LakeUnreadableError
 
 
 def check(client: Client, into: Target, columns: dict[str, str], location: str) -> None:

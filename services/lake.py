@@ -14,13 +14,30 @@ The URL of an S3 table is `<storage.endpoint>/<bucket>/<key>` (path style) or
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from urllib.parse import unquote, urlsplit
 
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import DatabaseError
+
+from schemas.clickhouse import quote
 from schemas.errors import TerminalError
 from services.storage import StorageSettings
 
+log = logging.getLogger(__name__)
 S3_SCHEMES = ("s3", "s3a", "s3n")
+# What ClickHouse answers when it cannot read the table or a feature of it: NOT_IMPLEMENTED,
+# FILE_DOESNT_EXIST, CANNOT_EXTRACT_TABLE_STRUCTURE, PATH_ACCESS_DENIED, S3_ERROR,
+# DELTA_KERNEL_ERROR.
+LAKE_CODES = frozenset({48, 107, 481, 499, 636, 742})
+# Delta's history time of a commit, read from its commit file's lines.
+COMMIT_TIME = (
+    "coalesce(max(JSONExtract(line, 'commitInfo', 'inCommitTimestamp', 'Nullable(Int64)')), "
+    "toUnixTimestamp64Milli(max(toDateTime64(_time, 3))))"
+)
+INTEGRAL = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 
 
 class LakeUnreadableError(TerminalError):
@@ -95,3 +112,39 @@ def _s3_credentials(storage: StorageSettings) -> tuple[tuple[str, ...], dict[str
     if storage.session_token is not None:
         values["lake_token"] = storage.session_token.get_secret_value()
     return tuple(values), values
+
+
+def lake_column(name: str, kind: str, hashed: bool) -> str:
+    """A lake column as published: hashed as lowercase hex SHA-256 of its bytes (strings,
+    binary) or of its decimal text (integers); NULL stays NULL."""
+    if not hashed:
+        return quote(name)
+    value = (
+        f"toString({quote(name)})"
+        if kind.removeprefix("Nullable(").startswith(INTEGRAL)
+        else quote(name)
+    )
+    return f"lower(hex(SHA256({value})))"
+
+
+def committed_at(client: Client, lake: LakeTable, version: int) -> str:
+    """commit_millis as a ClickHouse DateTime64 expression."""
+    return f"fromUnixTimestamp64Milli(toInt64({commit_millis(client, lake, version)}), 'UTC')"
+
+
+def commit_millis(client: Client, lake: LakeTable, version: int) -> int:
+    """The commit time of `version` as Delta's history gives it: the in-commit timestamp
+    when the table records one, else the commit file's modification time; now when the
+    log no longer holds the commit file."""
+    try:
+        found = client.command(
+            f"SELECT {COMMIT_TIME} FROM {lake.log_file_sql(version)}",  # noqa: S608 - parameters
+            parameters=lake.query_parameters(version),
+        )
+        millis = int(str(found))
+    except (DatabaseError, ValueError):
+        log.warning(
+            "no commit file for the version: its time is the load's", extra={"version": version}
+        )
+        millis = int(datetime.now(UTC).timestamp() * 1000)
+    return millis
