@@ -11,10 +11,8 @@ from clickhouse_connect.driver.client import Client
 
 from consumer.group import history
 from consumer.group.registry import Schemas
-from consumer.kafka_engine.evolve import built_from
 from consumer.rebuild.steps import SHADOW_SUFFIX
 from consumer.settings import ConsumerSettings
-from consumer.tables.generation import held
 from schemas.changes import COMMIT_VERSION
 from schemas.clickhouse import quote
 from schemas.progress import Generation
@@ -23,6 +21,7 @@ from services import offsets
 from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import Progress
+from services.table_marks import built_from, held
 
 
 @dataclass(frozen=True)

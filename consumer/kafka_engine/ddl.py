@@ -27,11 +27,11 @@ from consumer.tables.table_check import Columns
 from schemas.clickhouse import InputColumn, literal, quote
 from schemas.target import Target
 from services.settings import KafkaSettings, masked_url
+from services.table_marks import BUILT_FROM, queue
 
 HIDDEN = "******"
 # The Kafka table's comment: the value schema its columns were made from and the group it
 # reads with (consumer/kafka_engine/evolve.py brings it to a newer schema).
-BUILT_FROM = "cdfbridge value schema {schema_id}, group {group}"
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,6 @@ def errors(target: Target) -> Target:
 
 def errors_pump(target: Target) -> Target:
     return target.renamed(f"{target.table}_kafka_errors_mv")
-
-
-def queue(target: Target) -> Target:
-    return target.renamed(f"{target.table}_kafka")
 
 
 def pump(target: Target) -> Target:

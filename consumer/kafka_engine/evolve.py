@@ -34,44 +34,18 @@ in the resolved table.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from clickhouse_connect.driver.client import Client
-
-from consumer.kafka_engine.ddl import errors_pump, pump, queue
+from consumer.kafka_engine.ddl import errors_pump, pump
 from consumer.kafka_engine.new_group import reset_new, starts
-from consumer.tables.generation import Mark, record_engine_group
+from consumer.tables.generation import record_engine_group
 from consumer.tables.placement import Placement
 from schemas.target import Target
 from services import faults
+from services.table_marks import Built, Mark, built_from, queue
 
 log = logging.getLogger(__name__)
-# The comment consumer/kafka_engine/ddl.py gives a Kafka table (BUILT_FROM), read back.
-_BUILT = re.compile(r"cdfbridge value schema (\d+), group (.+)")
-
-
-@dataclass(frozen=True)
-class Built:
-    """What a Kafka table was made from: a value schema id (0: made by an earlier release,
-    which did not say) and the group it reads with."""
-
-    schema_id: int
-    group: str | None
-
-
-def built_from(client: Client, target: Target) -> Built | None:
-    """What the target's Kafka table was made from; None: it has none."""
-    rows = client.query(
-        "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-        parameters={"db": target.database, "t": queue(target).table},
-    ).result_rows
-    if not rows:
-        return None
-    found = _BUILT.fullmatch(str(rows[0][0]))
-    return Built(int(found[1]), found[2]) if found else Built(0, None)
 
 
 def evolve(

@@ -10,12 +10,11 @@ from dataclasses import dataclass, replace
 from consumer.group import history
 from consumer.group.registry import Schemas
 from consumer.kafka_engine.ddl import KafkaSource, engine_statements, statements
-from consumer.kafka_engine.evolve import built_from, evolve, recorded_group
+from consumer.kafka_engine.evolve import evolve, recorded_group
 from consumer.kafka_engine.late import bootstrapped, older_shapes
 from consumer.kafka_engine.rebuild import rebuilt_group
 from consumer.settings import ConsumerSettings
 from consumer.tables import table
-from consumer.tables.generation import marked
 from consumer.tables.placement import Placement
 from consumer.tables.table_check import Columns
 from schemas.clickhouse import InputColumn, input_columns
@@ -26,6 +25,7 @@ from services import offsets
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import Progress
+from services.table_marks import built_from, marked
 
 
 @dataclass(frozen=True)

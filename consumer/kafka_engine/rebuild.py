@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import logging
 
-from consumer.kafka_engine.ddl import errors_pump, pump, queue
-from consumer.kafka_engine.evolve import built_from, recorded_group
+from consumer.kafka_engine.ddl import errors_pump, pump
+from consumer.kafka_engine.evolve import recorded_group
 from consumer.rebuild.auto_rebuild import behind, rebuilt
 from consumer.rebuild.steps import builder_group
 from consumer.settings import ConsumerSettings
-from consumer.tables.generation import marked
 from consumer.tables.placement import Placement
 from schemas.target import Target
 from services import faults, offsets
 from services.clickhouse_client import existing_columns
 from services.progress_topic import Progress
+from services.table_marks import built_from, marked, queue
 
 log = logging.getLogger(__name__)
 

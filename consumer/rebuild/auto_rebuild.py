@@ -21,7 +21,6 @@ from consumer.rebuild.first_read import starts
 from consumer.rebuild.generations import Generations
 from consumer.rebuild.steps import builder_group, rebuild
 from consumer.settings import ConsumerSettings
-from consumer.tables.generation import held
 from schemas.target import SchemaMismatchError
 from services import offsets
 from services.clickhouse_client import connect
@@ -29,6 +28,7 @@ from services.clickhouse_errors import sorted_errors
 from services.lake import LakeUnreadableError
 from services.progress_topic import Progress
 from services.retry import Stopped, retrying
+from services.table_marks import held
 
 log = logging.getLogger(__name__)
 

@@ -25,13 +25,14 @@ from consumer.group import history
 from consumer.rebuild.fill import create
 from consumer.rebuild.steps import builder_group, rebuild
 from consumer.settings import ConsumerSettings
-from consumer.tables.generation import mark, marked
+from consumer.tables.generation import mark
 from consumer.tables.placement import Placement
 from schemas.progress import Generation
 from services import offsets
 from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import Progress
+from services.table_marks import marked
 
 log = logging.getLogger(__name__)
 

@@ -25,13 +25,13 @@ from clickhouse_connect.driver.client import Client
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from consumer.settings import ConsumerSettings
-from consumer.tables.generation import held_by
 from schemas.errors import CdfBridgeError
 from schemas.naming import progress_topic
 from schemas.progress import decode, record_key
 from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
 from services.progress_topic import PROGRESS_PARTITION, reader_config
+from services.table_marks import held_by
 
 log = logging.getLogger(__name__)
 CHECK_S = 10.0

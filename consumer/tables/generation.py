@@ -20,24 +20,12 @@ one that stands past messages the table holds without their newer columns.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
-
-from clickhouse_connect.driver.client import Client
+from dataclasses import replace
 
 from consumer.tables.placement import Placement
 from schemas.clickhouse import literal
 from schemas.target import Target
-
-KEY = "cdfbridge_generation"
-START_KEY = "cdfbridge_start"
-ENGINE_KEY = "cdfbridge_engine_group"
-
-
-@dataclass(frozen=True)
-class Mark:
-    generation: int = 0
-    start: dict[int, int] = field(default_factory=dict)  # partition → offset the rows reach
-    engine_group: str = ""  # the Kafka engine's group, once an evolve recorded it
+from services.table_marks import ENGINE_KEY, KEY, START_KEY, Mark, marked
 
 
 def mark(
@@ -61,46 +49,3 @@ def _write(placement: Placement, target: Target, found: Mark) -> None:
         recorded[ENGINE_KEY] = found.engine_group
     comment = literal(json.dumps(recorded))
     placement.ddl(lambda on: f"ALTER TABLE {target.local.name}{on} MODIFY COMMENT {comment}")
-
-
-def held(client: Client, target: Target) -> int:
-    """The generation target holds (0 without a mark, or with a comment of someone else's)."""
-    return marked(client, target).generation
-
-
-def marked(client: Client, target: Target) -> Mark:
-    """The mark on target (generation 0 and no start without one)."""
-    found = client.query(
-        "SELECT comment FROM system.tables WHERE database = {d:String} AND name = {t:String}",
-        parameters={"d": target.database, "t": target.local.table},
-    ).result_rows
-    return read_mark(found[0][0] if found else "")
-
-
-def held_by(client: Client, targets: list[Target]) -> dict[Target, int]:
-    """The generation each of `targets` holds, in one query (0 for a table not there)."""
-    found = client.query(
-        "SELECT database, name, comment FROM system.tables "
-        "WHERE database IN {d:Array(String)} AND name IN {t:Array(String)}",
-        parameters={
-            "d": sorted({t.database for t in targets}),
-            "t": sorted({t.local.table for t in targets}),
-        },
-    ).result_rows
-    comments = {(database, name): comment for database, name, comment in found}
-    return {t: read_mark(comments.get((t.database, t.local.table), "")).generation for t in targets}
-
-
-def read_mark(comment: str) -> Mark:
-    """The mark a table's comment records (generation 0 when it is someone else's)."""
-    try:
-        recorded = json.loads(comment) if comment else {}
-    except ValueError:
-        return Mark()
-    if not isinstance(recorded, dict):
-        return Mark()
-    value, start = recorded.get(KEY, 0), recorded.get(START_KEY) or {}
-    group = recorded.get(ENGINE_KEY, "")
-    if not isinstance(value, int) or not isinstance(start, dict) or not isinstance(group, str):
-        return Mark()
-    return Mark(value, {int(p): int(o) for p, o in start.items()}, group)

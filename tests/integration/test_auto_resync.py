@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 
 from consumer.cli import main as consumer_main
-from consumer.kafka_engine.evolve import built_from
 from consumer.process import Consumers
-from consumer.tables.generation import held
 from consumer.topics import resolve
 from schemas.errors import CdfBridgeError
 from schemas.target import Target
 from services.progress_topic import Progress
 from services.settings import KafkaConfig
+from services.table_marks import built_from, held
 from stack.generate import Generator
 from tests.conftest import unique
 from tests.endpoints import Endpoints

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.kafka_engine.evolve import built_from
-from consumer.tables.generation import held
 from schemas.target import Target
+from services.table_marks import built_from, held
 from stack.cluster import CLUSTER
 from tests.endpoints import Endpoints
 from tests.integration.cluster_support import shard_clients

@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 
 from consumer.cli import main as consumer_main
-from consumer.kafka_engine.evolve import built_from
-from consumer.tables.generation import held
 from producer.resync import resync_command
 from schemas.target import Target
+from services.table_marks import built_from, held
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env
 from tests.integration.test_auto_resync import _settled

@@ -19,9 +19,9 @@ import pytest
 from confluent_kafka import Producer
 
 from consumer.kafka_engine import plan as kafka_engine_plan
-from consumer.tables.generation import held
 from schemas.errors import CdfBridgeError
 from schemas.target import Target
+from services.table_marks import held
 from tests.conftest import free_port
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env, verify_settings

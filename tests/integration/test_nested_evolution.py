@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from consumer.cli import main
-from consumer.kafka_engine.evolve import built_from
 from schemas.target import Target
+from services.table_marks import built_from
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import (

@@ -17,9 +17,9 @@ import pytest
 from consumer.group.loop import Pipeline
 from consumer.process import run
 from consumer.status import status
-from consumer.tables.generation import marked
 from producer.resync import resync_command
 from services.clickhouse_client import connect
+from services.table_marks import marked
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_bootstrap import _env

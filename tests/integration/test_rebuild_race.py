@@ -16,9 +16,9 @@ import pytest
 
 from consumer.group.loop import Pipeline
 from consumer.rebuild.steps import Rebuilt, rebuild
-from consumer.tables.generation import held
 from producer.resync import resync_command
 from services.clickhouse_client import connect
+from services.table_marks import held
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings

@@ -2,11 +2,11 @@
 
 import pytest
 
-from consumer.tables.generation import Mark, read_mark
 from consumer.tables.table import add_columns_sql, create_table_sql, current_view_sql
 from consumer.tables.table_check import additions, grown
 from schemas.changes import IS_DELETED_SQL, version_sql
 from schemas.target import SchemaMismatchError, Target
+from services.table_marks import Mark, read_mark
 
 TARGET = Target("db", "odd`name")
 
