@@ -19,12 +19,17 @@ def tool(name: str, install_hint: str) -> str:
 
 
 def run_logged(
-    argv: Sequence[str], log: Path, what: str, env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    log: Path,
+    what: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> None:
-    """Run argv with its output in log; StackSetupError with the log's tail if it fails."""
+    """Run argv (in cwd) with its output in log; StackSetupError with the log's tail if it
+    fails."""
     with log.open("wb") as out:
         done = subprocess.run(
-            list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, check=False
+            list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, check=False
         )
     if done.returncode != 0:
         tail = log.read_text(errors="replace")[-2000:]
