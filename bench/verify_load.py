@@ -28,6 +28,7 @@ from services.progress_topic import Progress
 from services.settings import ConnectionSettings
 from stack.generate import Generator
 from verify.consumed import Consumed
+from verify.kafka_looks import KafkaLooks
 from verify.settings import VerifySettings
 from verify.watch import Watch
 
@@ -66,7 +67,7 @@ def load_case(
         verify={"table": path, "topic": topic, "group": group}
         | {"interval_seconds": interval, "metrics_port": 0},
     )
-    consumed = Consumed(connections.kafka.client_config(), topic, group)
+    consumed = Consumed(KafkaLooks(connections.kafka.client_config()), topic, group)
     try:
         _until(lambda: consumed.version() == head, 600, "the table in ClickHouse")  # 1.
         watch, rounds = watched(settings)

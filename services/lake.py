@@ -148,3 +148,18 @@ def commit_millis(client: Client, lake: LakeTable, version: int) -> int:
         )
         millis = int(datetime.now(UTC).timestamp() * 1000)
     return millis
+
+
+# A commit file that is not there reads as no lines, not as an error.
+ABSENT_EMPTY = {"engine_file_empty_if_not_exists": 1, "s3_ignore_file_doesnt_exist": 1}
+
+
+def commit_time(client: Client, lake: LakeTable, version: int) -> int | None:
+    """The commit time of `version` (ms since the epoch, as commit_millis reads it), or
+    None while the table has no commit `version`."""
+    [(lines, millis)] = client.query(
+        f"SELECT count(), {COMMIT_TIME} FROM {lake.log_file_sql(version)}",  # noqa: S608
+        parameters=lake.query_parameters(version),
+        settings=ABSENT_EMPTY,
+    ).result_rows
+    return int(millis) if lines else None

@@ -72,7 +72,7 @@ def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[
         for tp in committed:
             low, high = probe.get_watermark_offsets(tp, timeout=TIMEOUT_S)
             found.append(PartitionOffsets(tp.partition, tp.offset, low, high))
-        at_end = _nothing_left(probe, topic, [p for p in found if p.lag > 0])
+        at_end = nothing_left(probe, topic, [p for p in found if p.lag > 0])
         return [replace(p, caught_up=p.partition in at_end) for p in found]
     except KafkaException as exc:
         raise ServiceUnavailableError(f"cannot read offsets of group {group}: {exc}") from exc
@@ -80,7 +80,7 @@ def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[
         probe.close()
 
 
-def _nothing_left(probe: Consumer, topic: str, behind: list[PartitionOffsets]) -> set[int]:
+def nothing_left(probe: Consumer, topic: str, behind: list[PartitionOffsets]) -> set[int]:
     """The partitions of `behind` where a read_committed read from the group's offset meets
     the end before any message."""
     undecided = {p.partition for p in behind}

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.changes import COMMIT_VERSION, IS_DELETED
+from schemas.changes import DELETE, IS_DELETED, VERSION
+from schemas.changes import version as row_version
 from schemas.clickhouse import quote
 from schemas.target import Target
 from verify import asof_keys
@@ -35,11 +36,20 @@ _KEY = "__cdfbridge_key"  # an alias no table column is likely to have
 
 @dataclass(frozen=True)
 class Scope:
-    """What one round compares: the key columns, and the slice of the buckets."""
+    """What one round compares: the key columns, the slice of the buckets, and the
+    generation of the version compared (0 where the target has no `_generation` column,
+    whose `_version` then counts none)."""
 
     keys: Sequence[str]
     slices: int = 1
     slice: int = 0
+    generation: int = 0
+
+    def moving_from(self, version: int) -> int:
+        """The least `_version` of a change after `version` in its generation or in a later
+        one: a key with such a row is moving. A row of an older generation never is, how
+        high its commit version may be (a table created again starts over at 0)."""
+        return row_version(version + 1, DELETE, self.generation)
 
     @property
     def key_tuple(self) -> str:
@@ -102,7 +112,9 @@ def differences(
 ) -> dict[str, Any]:
     """2.: lost, extra, wrong and duplicate keys of `buckets`, with samples, from one read
     of each side (verify/asof_keys.py)."""
-    return asof_keys.differences(client, lake, target, columns, scope.keys, scope.within(buckets))
+    moving_from = scope.moving_from(lake.version)
+    within = scope.within(buckets)
+    return asof_keys.differences(client, lake, target, columns, scope.keys, within, moving_from)
 
 
 def _side(rows: int, total: int) -> Side:
@@ -119,12 +131,12 @@ def sides(
     buckets: Sequence[int] | None = None,
 ) -> tuple[str, str]:
     """Both sides' rows in scope (and in `buckets` if given), without the moving keys; the
-    replica's with their `_commit_version` besides."""
+    replica's with their `_version` besides."""
     narrowed = "" if buckets is None else f" AND {Scope(scope.keys).within(buckets)}"
     not_moving = (
         f"{scope.key_tuple} GLOBAL NOT IN ({_moving(target, lake.version, scope)}){narrowed}"
     )
-    names = ", ".join(quote(name) for name in [*(name for name, _ in columns), COMMIT_VERSION])
+    names = ", ".join(quote(name) for name in [*(name for name, _ in columns), VERSION])
     lake_rows = f"SELECT * FROM ({lake.rows(columns)}) WHERE {scope.within()} AND {not_moving}"  # noqa: S608
     replica_rows = (
         f"SELECT {names} FROM {target.name} FINAL WHERE {quote(IS_DELETED)} = 0 "  # noqa: S608
@@ -134,8 +146,8 @@ def sides(
 
 
 def _moving(target: Target, version: int, scope: Scope) -> str:
-    """The keys of the replica's rows from commits after `version`."""
+    """The keys of the replica's rows from commits after `version` (Scope.moving_from)."""
     return (
         f"SELECT {scope.key_tuple} AS {_KEY} FROM {target.name} "  # noqa: S608 - quoted names
-        f"WHERE {quote(COMMIT_VERSION)} > {int(version)} AND {scope.within()}"
+        f"WHERE {quote(VERSION)} >= {scope.moving_from(version)} AND {scope.within()}"
     )

@@ -16,7 +16,6 @@ from schemas.changes import GENERATION
 from schemas.errors import ConfigError
 from schemas.target import Target
 from services.clickhouse_client import existing_columns
-from services.progress_topic import Progress
 from verify import asof, canonical, lake_side
 from verify.check import shared_columns, sorting_key, target_columns
 from verify.repair import repair
@@ -46,7 +45,6 @@ class Round:
     report: Report
     seconds: float
     rows: int  # both sides' rows compared
-    committed_ms: int | None  # the version's commit time, where the lake's log gave it
 
 
 def prepare(settings: VerifySettings, client: Any) -> Table:
@@ -83,8 +81,9 @@ def run_round(
             if details["duplicate"]:
                 _refused(table, details)
             if mend:
-                generation = _generation(table) if table.generations else None
-                repair(client, lake, table.target, shared, scope, found.differing, generation)
+                repair(
+                    client, lake, table.target, shared, scope, found.differing, table.generations
+                )
     report = Report(
         s.table,
         version,
@@ -99,7 +98,7 @@ def run_round(
         **details,
     )
     rows = found.lake.rows + found.replica.rows
-    return Round(report, time.monotonic() - began, rows, lake.committed_ms)
+    return Round(report, time.monotonic() - began, rows)
 
 
 def _refused(table: Table, details: dict[str, Any]) -> None:
@@ -113,10 +112,3 @@ def _refused(table: Table, details: dict[str, Any]) -> None:
             "sample": details["duplicate_keys"],
         },
     )
-
-
-def _generation(table: Table) -> int:
-    """The topic's generation: the one the consumer writes rows of."""
-    settings = table.settings
-    position = Progress(settings.kafka.client_config(), settings.verify.topic_name).read()
-    return position.generation.number

@@ -6,8 +6,9 @@ from one read of each side.
   where a MERGE was meant). The replica keeps one row per key, so such a key is named, not
   compared, and no repair can settle it.
 - The replica's side: per key, its newest row (argMax by `_version`), whether that row is a
-  delete, and the key's highest `_commit_version`, all from one scan. A key with a row
-  from a commit after V is moving; it is left out here as in step 1. Taking that from the
+  delete, and the key's highest `_version`, all from one scan. A key with a row from a
+  commit after V (in V's generation or a later one: verify/asof.py `Scope.moving_from`) is
+  moving; it is left out here as in step 1. Taking that from the
   same scan as the rows means a commit stored during the round moves its key, instead of
   making it look lost or wrong, as two reads of the replica could.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from schemas.changes import COMMIT_VERSION, IS_DELETED, VERSION
+from schemas.changes import IS_DELETED, VERSION
 from schemas.clickhouse import quote
 from schemas.target import Target
 from verify import compare
@@ -36,9 +37,10 @@ _ROW, _ROWS, _LATEST, _DELETED = (
 CARRIED = (_ROWS, _LATEST, _DELETED)
 
 
-def kinds(version: int) -> compare.Kinds:
-    """Lost, extra, wrong and duplicate keys at `version`, moving keys left out."""
-    settled = f"c.{_LATEST} <= {int(version)}"  # no row of the key after V (or none at all)
+def kinds(moving_from: int) -> compare.Kinds:
+    """Lost, extra, wrong and duplicate keys, those with a `_version` from moving_from on
+    (moving) left out."""
+    settled = f"c.{_LATEST} < {int(moving_from)}"  # no row of the key after V (or none)
     live = f"{compare.IN_CLICKHOUSE} AND c.{_DELETED} = 0 AND {settled}"
     single = f"{compare.IN_DELTA} AND s.{_ROWS} = 1 AND {settled}"
     return compare.Kinds(
@@ -57,6 +59,7 @@ def differences(
     columns: Columns,
     keys: Sequence[str],
     within: str,
+    moving_from: int,
 ) -> dict[str, Any]:
     """Lost, extra, wrong and duplicate keys (counts and samples) of the rows `within`
     selects (a condition on the key), per column what differs."""
@@ -68,7 +71,7 @@ def differences(
         keys,
         parameters=lake.parameters,
         settings=lake.settings,
-        kinds=kinds(lake.version),
+        kinds=kinds(moving_from),
     )
 
 
@@ -84,12 +87,12 @@ def lake_keys(lake: LakeSide, columns: Columns, keys: Sequence[str], within: str
 
 def replica_keys(target: Target, columns: Columns, keys: Sequence[str], within: str) -> str:
     """The replica's newest row per key, whether it is a delete, and the key's highest
-    commit version: one scan."""
+    `_version`: one scan."""
     values = _values(columns, keys)
     newest = f"argMax({{}}, {quote(VERSION)})"
     inner = (
         f"SELECT {_keys(keys)}, {newest.format(_tuple(values))} AS {_ROW}, "  # noqa: S608
-        f"max({quote(COMMIT_VERSION)}) AS {_LATEST}, "
+        f"max({quote(VERSION)}) AS {_LATEST}, "
         f"{newest.format(quote(IS_DELETED))} AS {_DELETED} "
         f"FROM {target.name} WHERE {within} GROUP BY {_keys(keys)}"
     )

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def compare(settings: VerifySettings) -> int:
         from verify.check import verify
-        from verify.watch import once
+        from verify.rounds import once
 
         s = settings.verify
         if s.watch:

@@ -11,7 +11,8 @@ The steps, in this order, at each look:
    mark: every transaction below the mark has ended there (a commit marker is written
    partition by partition), so none of its messages can still appear.
 The newest mark that every partition has passed gives the version; the older marks go.
-The Python consumer's group and a Kafka-engine table's group are read alike.
+The Python consumer's group and a Kafka-engine table's group are read alike, through the
+process's kept clients (verify/kafka_looks.py).
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from services.offsets import PartitionOffsets, positions
-from services.partition_ends import high_watermarks, stable_offsets
-from services.progress_topic import Progress
+from services.offsets import PartitionOffsets
+from verify.kafka_looks import KafkaLooks
 
 MARKS = 64  # kept per table: a consumer far behind is judged by the oldest
 
@@ -32,6 +31,7 @@ MARKS = 64  # kept per table: a consumer far behind is judged by the oldest
 class Mark:
     version: int
     ends: dict[int, int]  # partition -> high watermark, read after `version` was published
+    generation: int = 0  # the topic's generation `version` belongs to
 
 
 def passed(mark: Mark, offsets: Mapping[int, PartitionOffsets], stable: Mapping[int, int]) -> bool:
@@ -50,28 +50,45 @@ def passed(mark: Mark, offsets: Mapping[int, PartitionOffsets], stable: Mapping[
 class Consumed:
     """One table's marks, and the version its group has consumed."""
 
-    def __init__(self, kafka_config: Mapping[str, Any], topic: str, group: str) -> None:
-        self.kafka_config, self.topic, self.group = dict(kafka_config), topic, group
+    def __init__(self, looks: KafkaLooks, topic: str, group: str) -> None:
+        self.looks, self.topic, self.group = looks, topic, group
         self.marks: deque[Mark] = deque(maxlen=MARKS)
+        self.last: int | None = None  # the version the last look found consumed
+        self.generation = 0  # ... and its generation
+
+    def follow(self, group: str) -> None:
+        """Judge by `group` from now on: the marks are the topic's, and stay."""
+        self.group = group
 
     def version(self) -> int | None:
         """The newest version consumed whole, or None while no mark is passed."""
         self._mark()
         if not self.marks:
             return None  # nothing published yet (the topic may not exist yet)
-        stable = stable_offsets(self.kafka_config, self.topic)
-        found = {p.partition: p for p in positions(self.kafka_config, self.group, self.topic)}
+        stable = self.looks.ends(self.topic, committed=True)
+        found = {p.partition: p for p in self.looks.positions(self.group, self.topic)}
         for index in range(len(self.marks) - 1, -1, -1):
             mark = self.marks[index]
             if passed(mark, found, stable):
                 for _ in range(index):
                     self.marks.popleft()
+                self.last, self.generation = mark.version, mark.generation
                 return mark.version
         return None
 
+    @property
+    def newest_generation(self) -> int:
+        """The generation of the newest version published: the Delta table now at the path."""
+        return self.marks[-1].generation if self.marks else 0
+
     def _mark(self) -> None:
         """Steps 1 and 2."""
-        version = Progress(self.kafka_config, self.topic).last_version()
-        if version is None or (self.marks and self.marks[-1].version == version):
+        position = self.looks.progress(self.topic)
+        version, generation = position.version, position.generation.number
+        newest = self.marks[-1] if self.marks else None
+        if version is None or (
+            newest and (newest.version, newest.generation) == (version, generation)
+        ):
             return
-        self.marks.append(Mark(version, high_watermarks(self.kafka_config, self.topic)))
+        ends = self.looks.ends(self.topic, committed=False)
+        self.marks.append(Mark(version, ends, generation))

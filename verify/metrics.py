@@ -15,7 +15,7 @@ STATES = ("lost", "extra", "wrong", "moving", "duplicate_key")
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, stale_seconds: float = 900.0) -> None:
         self.registry = r = CollectorRegistry()
         self.problems_by_table: dict[str, str] = {}
         self.rows = Gauge(
@@ -34,7 +34,15 @@ class Metrics:
         )
         self.age = Gauge(
             f"{PREFIX}age_seconds",
-            "Time since the commit of the last version compared: how old the proof is",
+            "How old the proof is: seconds since the first Delta commit after the version "
+            "the last round compared at; 0 while that version is the table's latest",
+            ["table"],
+            registry=r,
+        )
+        self.lag = Gauge(
+            f"{PREFIX}lag_seconds",
+            "How far the replica is behind Delta: seconds since the first Delta commit the "
+            "group that fills it has not consumed whole; 0 when caught up",
             ["table"],
             registry=r,
         )
@@ -56,7 +64,11 @@ class Metrics:
             ["table"],
             registry=r,
         )
-        self._committed: dict[str, float] = {}  # table -> commit time of its version, s
+        # table -> commit time (s) of the first commit not consumed / not proved; None: none
+        self._unconsumed: dict[str, float | None] = {}
+        self._unproved: dict[str, float | None] = {}
+        self.proved: dict[str, int] = {}  # table -> the version its last round compared at
+        self.stale_seconds = stale_seconds
 
     def record(self, table: str, found: Round) -> None:
         report = found.report
@@ -67,21 +79,35 @@ class Metrics:
         self.rounds.labels(table).inc()
         self.round_seconds.labels(table).set(found.seconds)
         self.round_rows.labels(table).set(found.rows)
-        if found.committed_ms is not None:
-            self._committed[table] = found.committed_ms / 1000
+        self.proved[table] = report.version
         self.problems_by_table.pop(table, None)
-        self.ages()
 
     def failed(self, table: str, why: str) -> None:
         self.failures.labels(table).inc()
         self.problems_by_table[table] = why
 
+    def behind(self, table: str, unconsumed_ms: int | None, unproved_ms: int | None) -> None:
+        """The commit times (ms) of the first Delta commit the table's group has not
+        consumed, and of the first its proof does not cover (None: there is none)."""
+        self._unconsumed[table] = None if unconsumed_ms is None else unconsumed_ms / 1000
+        self._unproved[table] = None if unproved_ms is None else unproved_ms / 1000
+        self.ages()
+
     def ages(self) -> None:
-        """Move every table's age on to now."""
+        """Move every table's lag and proof age on to now."""
         now = time.time()
-        for table, committed in self._committed.items():
-            self.age.labels(table).set(max(0.0, now - committed))
+        for gauge, since in ((self.lag, self._unconsumed), (self.age, self._unproved)):
+            for table, first in since.items():
+                gauge.labels(table).set(0.0 if first is None else max(0.0, now - first))
 
     def problems(self) -> list[str]:
-        """What /health answers 503 with: the tables whose last round could not be made."""
-        return [f"{table}: {why}" for table, why in sorted(self.problems_by_table.items())]
+        """What /health answers 503 with: the tables whose last round could not be made,
+        and those whose replica is behind Delta by more than stale_seconds."""
+        now, found = time.time(), dict(self.problems_by_table)
+        for table, first in self._unconsumed.items():
+            if first is not None and now - first > self.stale_seconds and table not in found:
+                found[table] = (
+                    f"behind Delta for {now - first:.0f} s: a commit its group has not "
+                    "consumed whole is that old (cdfbridge_verify_lag_seconds)"
+                )
+        return [f"{table}: {why}" for table, why in sorted(found.items())]

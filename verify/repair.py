@@ -5,10 +5,11 @@ differ, while the pipeline runs.
    commit V. Its `_version` (schemas/changes.py) is at or above that of any row the replica
    holds of a key that is not moving, and below that of any later change: a change the
    consumer writes before or after the repair wins over it;
-2. extra keys: a `delete` of commit V, which outranks the extra row of an older commit;
-   of commit V + 1 where the extra row claims commit V itself. Delta's table at V lacks the
-   key, so commit V + 1 can only insert it, which outranks that delete. (Such a key is
-   then moving until a round is made at V + 1 or later.)
+2. extra keys: a `delete` of commit V, which outranks the extra row of an older commit or
+   of an older generation; of commit V + 1 where the extra row claims commit V itself.
+   Delta's table at V lacks the key, so commit V + 1 can only insert it, which outranks
+   that delete. (Such a key is then moving until a round is made at V + 1 or later.)
+Both are written in V's generation (`Scope.generation`), where the target has the column.
 Each step selects the keys again when it runs: a key that moved since the round is left out
 of both sides, and left alone. A key Delta holds more than one row of at V is left alone
 too: the replica keeps one row per key, so writing either row would flip the key between
@@ -27,7 +28,9 @@ from schemas.changes import (
     DELETE,
     GENERATION,
     SNAPSHOT,
+    VERSION,
 )
+from schemas.changes import version as row_version
 from schemas.clickhouse import literal, quote
 from schemas.target import Target
 from services.clickhouse_client import insert_settings
@@ -43,12 +46,14 @@ def repair(
     columns: Columns,
     scope: Scope,
     buckets: Sequence[int],
-    generation: int | None,
+    generations: bool,
 ) -> None:
-    """1. and 2., for the keys of `buckets`; generation: the topic's, where the target has
-    the `_generation` column."""
+    """1. and 2., for the keys of `buckets`; generations: the target has the `_generation`
+    column, and the rows are written in scope.generation."""
     lake_rows, replica_rows = sides(lake, target, columns, scope, buckets)
     v, key = lake.version, scope.key_tuple
+    generation = scope.generation if generations else None
+    claims_v = row_version(v, DELETE, scope.generation)  # an extra row at or above: commit V
     names = [quote(name) for name, _ in columns]
     held = f"tuple({key}, {row_hash(columns)})"
     repeated = f"SELECT {key} FROM ({lake_rows}) GROUP BY {key} HAVING count() > 1"  # noqa: S608
@@ -68,7 +73,7 @@ def repair(
         names,
         f"SELECT * FROM ({replica_rows}) WHERE {scope.key_tuple} GLOBAL NOT IN "  # noqa: S608
         f"(SELECT {scope.key_tuple} FROM ({lake_rows}))",
-        (DELETE, f"if({quote(COMMIT_VERSION)} < {v}, {v}, {v + 1})", generation),
+        (DELETE, f"if({quote(VERSION)} < {claims_v}, {v}, {v + 1})", generation),
     )
 
 

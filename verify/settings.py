@@ -60,6 +60,9 @@ class VerifySection(Section):
     covered whole every `slices` rounds."""
     metrics_port: int = Field(default=9466, ge=0, le=65535)
     """--watch: /metrics and /health (0: none)."""
+    stale_seconds: float = Field(default=900.0, gt=0)
+    """--watch: /health names a table whose group has not consumed a Delta commit this old
+    (cdfbridge_verify_lag_seconds); an idle table, with no newer commit, is never stale."""
 
     _lists = field_validator("primary_key", "exclude_columns", "hash_columns", mode="before")(
         comma_list

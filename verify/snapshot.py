@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -60,6 +61,19 @@ def latest_version(settings: VerifySettings) -> int:
     """The table's latest version, from its log."""
     s = settings.verify
     return int(_open(s.table, None, settings.storage_options).version())
+
+
+def commit_after(settings: VerifySettings, version: int) -> int | None:
+    """The commit time (ms since the epoch) of the commit after `version`, from the log's
+    history; None while `version` is the table's latest."""
+    s = settings.verify
+    table = _open(s.table, None, settings.storage_options)
+    latest = int(table.version())
+    if latest <= version:
+        return None
+    found = {int(c["version"]): c.get("timestamp") for c in table.history(latest - version)}
+    millis = found.get(version + 1)
+    return int(millis) if millis is not None else int(time.time() * 1000)
 
 
 def _open(uri: str, version: int | None, storage_options: Mapping[str, str]) -> DeltaTable:

@@ -28,8 +28,9 @@ from verify.asof import BUCKETS, Scope
 from verify.asof_check import prepare, run_round
 from verify.cli import main
 from verify.repair import repair
+from verify.rounds import once
 from verify.settings import VerifySettings
-from verify.watch import Watch, once
+from verify.watch import Watch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -118,7 +119,7 @@ def test_a_repair_loses_to_a_newer_change_of_its_key_landing_before_or_after_it(
 
     def mend(version: int) -> None:
         with lake_side.opened(settings, clickhouse, table.target, table.columns, version) as lake:
-            repair(clickhouse, lake, table.target, table.columns, scope, every_bucket, None)
+            repair(clickhouse, lake, table.target, table.columns, scope, every_bucket, False)
 
     def age(key: str) -> int:
         view = table.target.current_view

@@ -23,8 +23,9 @@ from tests.integration.test_object_storage import finished, producer, run_verify
 from tests.integration.test_verify_asof import DRIFTED, as_of, people
 from verify.asof_check import prepare
 from verify.consumed import Consumed
+from verify.kafka_looks import KafkaLooks
+from verify.rounds import once
 from verify.settings import VerifySettings
-from verify.watch import once
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -106,7 +107,11 @@ def test_drift_in_a_cluster_table_is_found_by_key_and_repaired_through_the_distr
 
 def _consumed(settings: VerifySettings) -> bool:
     s = settings.verify
-    return Consumed(settings.kafka.client_config(), s.topic_name, s.group).version() == 4
+    looks = KafkaLooks(settings.kafka.client_config())
+    try:
+        return Consumed(looks, s.topic_name, s.group).version() == 4
+    finally:
+        looks.close()
 
 
 def test_an_s3_table_is_read_by_clickhouse_itself_and_its_drift_found(

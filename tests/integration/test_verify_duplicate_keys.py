@@ -19,7 +19,8 @@ from tests.integration.test_verify_asof import consumed
 from tests.producer_helpers import append, create_table, publish
 from verify.asof_check import prepare
 from verify.cli import main
-from verify.watch import Watch, once
+from verify.rounds import once
+from verify.watch import Watch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -19,7 +19,8 @@ from tests.integration.forwarder import Forwarder
 from tests.integration.test_many_tables import _wait_for
 from tests.integration.test_verify_asof import consumed, people
 from verify.asof_check import prepare
-from verify.watch import Watch, watched
+from verify.rounds import watched
+from verify.watch import Watch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

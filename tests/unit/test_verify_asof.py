@@ -54,15 +54,36 @@ def test_the_metrics_hold_the_last_round_per_table_and_health_names_failures() -
     metrics = Metrics()
     metrics.failed("db.t", "ClickHouse did not answer")
     assert metrics.problems() == ["db.t: ClickHouse did not answer"]
-    metrics.record("db.t", Round(_report(lost=1, moving=4), 0.5, 20, committed_ms=1000))
+    metrics.record("db.t", Round(_report(lost=1, moving=4), 0.5, 20))
     text = generate_latest(metrics.registry).decode()
     assert 'cdfbridge_verify_rows{state="lost",table="db.t"} 1.0' in text
     assert 'cdfbridge_verify_rows{state="moving",table="db.t"} 4.0' in text
     assert 'cdfbridge_verify_version{table="db.t"} 3.0' in text
     assert 'cdfbridge_verify_round_rows{table="db.t"} 20.0' in text
-    age = metrics.registry.get_sample_value("cdfbridge_verify_age_seconds", {"table": "db.t"})
-    assert age is not None and age > 1e9, "seconds since a commit at the epoch's first second"
     assert metrics.problems() == [], "a round that passed clears the table's problem"
+
+
+def _seconds(metrics: Metrics, name: str) -> float | None:
+    return metrics.registry.get_sample_value(f"cdfbridge_verify_{name}_seconds", {"table": "db.t"})
+
+
+def test_an_idle_table_is_neither_behind_nor_proved_long_ago() -> None:
+    """Its last commit is old, and nothing came after it: lag and proof age are 0."""
+    metrics = Metrics(stale_seconds=900)
+    metrics.behind("db.t", None, None)
+    assert (_seconds(metrics, "lag"), _seconds(metrics, "age")) == (0.0, 0.0)
+    assert metrics.problems() == []
+
+
+def test_a_table_whose_consumer_stalled_is_behind_and_named_by_health() -> None:
+    """A commit after the consumed version has waited an hour: lag and age count from it."""
+    metrics = Metrics(stale_seconds=900)
+    an_hour_ago = int((time.time() - 3600) * 1000)
+    metrics.behind("db.t", an_hour_ago, an_hour_ago)
+    lag, age = _seconds(metrics, "lag"), _seconds(metrics, "age")
+    assert lag is not None and age is not None and 3600 <= lag < 3660 and 3600 <= age < 3660
+    [problem] = metrics.problems()
+    assert problem.startswith("db.t: behind Delta for 36")
 
 
 def test_a_report_names_its_slice_and_its_moving_keys() -> None:
