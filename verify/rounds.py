@@ -71,7 +71,8 @@ def one_round(client: Any, w: Watched) -> Round | None:
             w.consumed.follow(group)
     version, generation = s.version, 0
     if version is not None:  # --version: of the table at the path now
-        generation = w.consumed.looks.progress(s.topic_name).generation.number
+        if w.table.generations:
+            generation = w.consumed.looks.progress(s.topic_name).generation.number
     else:
         version, generation = w.consumed.version(), w.consumed.generation
         if generation != w.consumed.newest_generation:
