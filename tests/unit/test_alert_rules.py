@@ -22,24 +22,18 @@ def _promtool() -> str:
     return found
 
 
-def test_the_rules_pass_promtools_check() -> None:
-    done = subprocess.run(
-        [_promtool(), "check", "rules", "prometheus-rules.yml"],
-        cwd=MONITORING,
-        capture_output=True,
-        text=True,
-        check=False,
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_promtool(), *args], cwd=MONITORING, capture_output=True, text=True, check=False
     )
+
+
+def test_the_rules_pass_promtools_check() -> None:
+    done = _run("check", "rules", "prometheus-rules.yml")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_rules_raise_what_their_tests_expect_and_nothing_on_an_idle_table() -> None:
-    done = subprocess.run(
-        [_promtool(), "test", "rules", "prometheus-rules.test.yml"],
-        cwd=MONITORING,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _run("test", "rules", "prometheus-rules.test.yml")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
