@@ -10,7 +10,6 @@ name) delta-rs reads the log's history (verify/snapshot.py `commit_after`).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from services.clickhouse_errors import sorted_errors
@@ -27,11 +26,6 @@ class Behind:
         self.settings = settings
         self._after: tuple[int, int] | None = None  # (version, commit ms of the next one)
         self._lake: LakeTable | None | bool = False  # False: not located yet
-
-    def seconds(self, client: Any, version: int) -> float:
-        """Seconds since the first commit after `version`; 0 while there is none."""
-        millis = self.first_after(client, version)
-        return 0.0 if millis is None else max(0.0, time.time() - millis / 1000)
 
     def first_after(self, client: Any, version: int) -> int | None:
         """The commit time (ms) of `version + 1`, or None while `version` is the latest."""

@@ -86,10 +86,15 @@ class Metrics:
         self.failures.labels(table).inc()
         self.problems_by_table[table] = why
 
-    def behind(self, table: str, unconsumed_ms: int | None, unproved_ms: int | None) -> None:
-        """The commit times (ms) of the first Delta commit the table's group has not
-        consumed, and of the first its proof does not cover (None: there is none)."""
+    def behind(self, table: str, unconsumed_ms: int | None) -> None:
+        """The commit time (ms) of the first Delta commit the table's group has not
+        consumed whole (None: there is none)."""
         self._unconsumed[table] = None if unconsumed_ms is None else unconsumed_ms / 1000
+        self.ages()
+
+    def unproved(self, table: str, unproved_ms: int | None) -> None:
+        """The commit time (ms) of the first Delta commit the table's last round did not
+        cover (None: there is none)."""
         self._unproved[table] = None if unproved_ms is None else unproved_ms / 1000
         self.ages()
 

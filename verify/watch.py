@@ -110,13 +110,15 @@ class Watch:
             return
         try:
             unconsumed = w.behind.first_after(self.client, consumed)
-            unproved = unconsumed if proved == consumed else None
+            unproved = unconsumed
             if proved is not None and proved != consumed:
                 unproved = w.behind.first_after(self.client, proved)
         except Exception as exc:  # noqa: BLE001 - as a round's failure
             self._failed(w, exc)
             return
-        self.metrics.behind(w.name, unconsumed, unproved)
+        self.metrics.behind(w.name, unconsumed)
+        if proved is not None:  # no round yet: no proof to age
+            self.metrics.unproved(w.name, unproved)
 
     def _failed(self, w: Watched, exc: Exception) -> None:
         """Log and count the failure; the table's target is looked up again next time."""

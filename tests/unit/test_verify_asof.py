@@ -70,7 +70,8 @@ def _seconds(metrics: Metrics, name: str) -> float | None:
 def test_an_idle_table_is_neither_behind_nor_proved_long_ago() -> None:
     """Its last commit is old, and nothing came after it: lag and proof age are 0."""
     metrics = Metrics(stale_seconds=900)
-    metrics.behind("db.t", None, None)
+    metrics.behind("db.t", None)
+    metrics.unproved("db.t", None)
     assert (_seconds(metrics, "lag"), _seconds(metrics, "age")) == (0.0, 0.0)
     assert metrics.problems() == []
 
@@ -79,7 +80,8 @@ def test_a_table_whose_consumer_stalled_is_behind_and_named_by_health() -> None:
     """A commit after the consumed version has waited an hour: lag and age count from it."""
     metrics = Metrics(stale_seconds=900)
     an_hour_ago = int((time.time() - 3600) * 1000)
-    metrics.behind("db.t", an_hour_ago, an_hour_ago)
+    metrics.behind("db.t", an_hour_ago)
+    metrics.unproved("db.t", an_hour_ago)
     lag, age = _seconds(metrics, "lag"), _seconds(metrics, "age")
     assert lag is not None and age is not None and 3600 <= lag < 3660 and 3600 <= age < 3660
     [problem] = metrics.problems()
