@@ -20,6 +20,7 @@ from schemas.target import Target
 from services import offsets
 from services.clickhouse_client import connect, existing_columns
 from services.clickhouse_errors import sorted_errors
+from services.group_positions import PartitionOffsets
 from services.progress_topic import Progress
 from services.table_marks import built_from, held
 
@@ -28,7 +29,7 @@ from services.table_marks import built_from, held
 class Status:
     group: str
     topic: str
-    partitions: list[offsets.PartitionOffsets]
+    partitions: list[PartitionOffsets]
     table: str
     rows: int | None  # every row version stored; None when the table does not exist
     current_rows: int | None  # rows of <table>_current: the Delta table's row count

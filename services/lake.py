@@ -132,24 +132,6 @@ def committed_at(client: Client, lake: LakeTable, version: int) -> str:
     return f"fromUnixTimestamp64Milli(toInt64({commit_millis(client, lake, version)}), 'UTC')"
 
 
-def commit_millis(client: Client, lake: LakeTable, version: int) -> int:
-    """The commit time of `version` as Delta's history gives it: the in-commit timestamp
-    when the table records one, else the commit file's modification time; now when the
-    log no longer holds the commit file."""
-    try:
-        found = client.command(
-            f"SELECT {COMMIT_TIME} FROM {lake.log_file_sql(version)}",  # noqa: S608 - parameters
-            parameters=lake.query_parameters(version),
-        )
-        millis = int(str(found))
-    except (DatabaseError, ValueError):
-        log.warning(
-            "no commit file for the version: its time is the load's", extra={"version": version}
-        )
-        millis = int(datetime.now(UTC).timestamp() * 1000)
-    return millis
-
-
 # A commit file that is not there reads as no lines, not as an error.
 ABSENT_EMPTY = {"engine_file_empty_if_not_exists": 1, "s3_ignore_file_doesnt_exist": 1}
 
@@ -163,3 +145,19 @@ def commit_time(client: Client, lake: LakeTable, version: int) -> int | None:
         settings=ABSENT_EMPTY,
     ).result_rows
     return int(millis) if lines else None
+
+
+def commit_millis(client: Client, lake: LakeTable, version: int) -> int:
+    """The commit time of `version` as Delta's history gives it: the in-commit timestamp
+    when the table records one, else the commit file's modification time; now when the
+    log no longer holds the commit file."""
+    try:
+        millis = commit_time(client, lake, version)
+    except (DatabaseError, ValueError):
+        millis = None
+    if millis is None:
+        log.warning(
+            "no commit file for the version: its time is the load's", extra={"version": version}
+        )
+        millis = int(datetime.now(UTC).timestamp() * 1000)
+    return millis

@@ -5,47 +5,27 @@ Moving offsets needs the group to be idle: stop its consumers first.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
-    KafkaError,
     KafkaException,
     TopicPartition,
 )
 
 from schemas.errors import ConfigError, ServiceUnavailableError
+from services.group_positions import (
+    PartitionOffsets,
+    offsets_of,
+    partitions_of,
+    position_probe,
+)
 from services.kafka_topics import admin_client, described
 
 TIMEOUT_S = 30
-
-
-@dataclass(frozen=True)
-class PartitionOffsets:
-    partition: int
-    committed: int  # -1001 when the group never committed
-    low: int
-    high: int
-    # A read_committed reader at the committed offset finds nothing left to read: what lies
-    # between it and `high` is commit markers (or aborted or still open transactions).
-    caught_up: bool = False
-
-    @property
-    def start(self) -> int:
-        """Where the group reads on: the committed offset, else the earliest one kept."""
-        return max(self.committed, self.low)
-
-    @property
-    def lag(self) -> int:
-        """Offsets between the committed one and the end, 0 when nothing readable is left."""
-        if self.caught_up:
-            return 0
-        return self.high - (self.committed if self.committed >= 0 else self.low)
 
 
 def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[PartitionOffsets]:
@@ -53,57 +33,14 @@ def positions(client_config: Mapping[str, Any], group: str, topic: str) -> list[
     read_committed reader has anything left after the committed offset. On a transactional
     topic each transaction ends in a commit marker that no reader ever returns, so a group
     that has read everything still sits one offset (or more) below the high watermark."""
-    probe = Consumer(
-        {
-            **client_config,
-            "group.id": group,  # assign() only: never joins the group nor commits
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-            "fetch.max.bytes": 1024 * 1024,  # one message per partition is all it needs
-            "fetch.wait.max.ms": 10,  # at the end, answered at once
-        }
-    )
+    found = position_probe(client_config, group)
     try:
-        partitions = [TopicPartition(topic, p) for p in _partitions(probe, topic)]
-        committed = probe.committed(partitions, timeout=TIMEOUT_S)
-        found = []
-        for tp in committed:
-            low, high = probe.get_watermark_offsets(tp, timeout=TIMEOUT_S)
-            found.append(PartitionOffsets(tp.partition, tp.offset, low, high))
-        at_end = nothing_left(probe, topic, [p for p in found if p.lag > 0])
-        return [replace(p, caught_up=p.partition in at_end) for p in found]
+        partitions = [TopicPartition(topic, p) for p in partitions_of(found, topic)]
+        return offsets_of(found, topic, found.committed(partitions, timeout=TIMEOUT_S))
     except KafkaException as exc:
         raise ServiceUnavailableError(f"cannot read offsets of group {group}: {exc}") from exc
     finally:
-        probe.close()
-
-
-def nothing_left(probe: Consumer, topic: str, behind: list[PartitionOffsets]) -> set[int]:
-    """The partitions of `behind` where a read_committed read from the group's offset meets
-    the end before any message."""
-    undecided = {p.partition for p in behind}
-    probe.assign([TopicPartition(topic, p.partition, p.start) for p in behind])
-    at_end: set[int] = set()
-    deadline = time.monotonic() + TIMEOUT_S
-    while undecided:
-        if time.monotonic() > deadline:
-            raise ServiceUnavailableError(
-                f"reading partitions {sorted(undecided)} of {topic} took over {TIMEOUT_S} s"
-            )
-        message = probe.poll(0.5)
-        partition = message.partition() if message is not None else None
-        if message is None or partition is None or partition not in undecided:
-            continue
-        error = message.error()
-        if error is not None and error.code() != KafkaError._PARTITION_EOF:
-            raise KafkaException(error)
-        if error is not None:
-            at_end.add(partition)
-        undecided.discard(partition)
-        probe.pause([TopicPartition(topic, partition)])
-    return at_end
+        found.close()
 
 
 def targets(
@@ -120,7 +57,7 @@ def targets(
         raise ConfigError("choose one of --to-earliest, --to-datetime or --to-offset")
     probe = Consumer({**client_config, "group.id": "cdfbridge-offsets-probe"})
     try:
-        chosen = partitions if partitions is not None else _partitions(probe, topic)
+        chosen = partitions if partitions is not None else partitions_of(probe, topic)
         if at is not None:
             millis = int(at.timestamp() * 1000)
             asked = [TopicPartition(topic, p, millis) for p in chosen]
@@ -198,10 +135,3 @@ def at(topic: str, offsets: Mapping[int, int]) -> list[TopicPartition]:
 def copy(client_config: Mapping[str, Any], topic: str, source: str, group: str) -> None:
     """Give `group` the offsets `source` has committed on topic (the group must be idle)."""
     reset(client_config, group, at(topic, committed(client_config, source, topic)))
-
-
-def _partitions(probe: Consumer, topic: str) -> list[int]:
-    metadata = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
-    if metadata.error is not None:
-        raise ConfigError(f"topic {topic}: {metadata.error}")
-    return sorted(metadata.partitions)

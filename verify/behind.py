@@ -10,6 +10,7 @@ name) delta-rs reads the log's history (verify/snapshot.py `commit_after`).
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from services.clickhouse_errors import sorted_errors
@@ -25,13 +26,12 @@ class Behind:
     def __init__(self, settings: VerifySettings) -> None:
         self.settings = settings
         self._after: tuple[int, int] | None = None  # (version, commit ms of the next one)
-        self._lake: LakeTable | None | bool = False  # False: not located yet
 
     def first_after(self, client: Any, version: int) -> int | None:
         """The commit time (ms) of `version + 1`, or None while `version` is the latest."""
         if self._after is not None and self._after[0] == version:
             return self._after[1]
-        lake = self._located()
+        lake = self._lake
         if lake is None:
             found = snapshot.commit_after(self.settings, version)
         else:
@@ -41,11 +41,11 @@ class Behind:
             self._after = (version, found)
         return found
 
-    def _located(self) -> LakeTable | None:
-        if self._lake is False:
-            s = self.settings
-            try:
-                self._lake = locate(s.verify.table, s.storage)
-            except LakeUnreadableError:
-                self._lake = None
-        return self._lake if isinstance(self._lake, LakeTable) else None
+    @cached_property
+    def _lake(self) -> LakeTable | None:
+        """How ClickHouse reads the table; None where it cannot (delta-rs reads its log)."""
+        s = self.settings
+        try:
+            return locate(s.verify.table, s.storage)
+        except LakeUnreadableError:
+            return None

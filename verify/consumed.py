@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.offsets import PartitionOffsets
+from services.group_positions import PartitionOffsets
 from verify.kafka_looks import KafkaLooks
 
 MARKS = 64  # kept per table: a consumer far behind is judged by the oldest

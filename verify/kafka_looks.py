@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any, Literal
 
 from confluent_kafka import (
@@ -30,8 +29,9 @@ from confluent_kafka.admin import AdminClient
 from schemas.errors import ServiceUnavailableError
 from schemas.naming import progress_topic
 from schemas.progress import Position
+from services.group_positions import PartitionOffsets, offsets_of, partitions_of, position_probe
 from services.kafka_errors import error_of
-from services.offsets import PartitionOffsets, nothing_left
+from services.partition_ends import partition_end
 from services.progress_topic import (
     PROGRESS_PARTITION,
     READ_TIMEOUT_S,
@@ -42,6 +42,7 @@ from services.progress_topic import (
 from services.service_errors import client_failure
 
 TIMEOUT_S = 30.0
+PROBE_GROUP = "cdfbridge-verify-probe"  # assign() only: never joined nor committed
 BATCH = 10_000  # messages a poll returns at most
 # A look takes what the reader has fetched by itself in the background (librdkafka fetches
 # an assigned partition all along): it waits only for a topic newly taken, to its end.
@@ -58,7 +59,7 @@ class KafkaLooks:
         self._reader = Consumer({**reader_config(self.config), "enable.partition.eof": True})
         self._readings: dict[str, Reading] = {}  # progress topic → what it says so far
         self._admin = AdminClient(self.config)
-        self._probes = {isolation: _probe(self.config, isolation) for isolation in _ISOLATIONS}
+        self._probes = {i: position_probe(self.config, PROBE_GROUP, i) for i in _ISOLATIONS}
 
     def progress(self, topic: str) -> Position:
         """The progress of `topic` as published, read on from the last look."""
@@ -79,27 +80,16 @@ class KafkaLooks:
         """Each partition's last stable offset (committed) or high watermark."""
         probe = self._probes["read_committed" if committed else "read_uncommitted"]
         with self._failing(f"reading the offsets of {topic}"):
-            return {p: _end(probe, topic, p) for p in _partitions(probe, topic)}
+            return {p: partition_end(probe, topic, p) for p in partitions_of(probe, topic)}
 
     def positions(self, group: str, topic: str) -> list[PartitionOffsets]:
         """As services/offsets.py `positions`, from the kept clients."""
         probe = self._probes["read_committed"]
         with self._failing(f"reading the offsets of group {group}"):
-            partitions = [TopicPartition(topic, p) for p in _partitions(probe, topic)]
+            partitions = [TopicPartition(topic, p) for p in partitions_of(probe, topic)]
             asked = [ConsumerGroupTopicPartitions(group, partitions)]
             [future] = self._admin.list_consumer_group_offsets(asked).values()
-            committed = future.result(timeout=TIMEOUT_S).topic_partitions
-            found = []
-            for tp in committed:
-                low, high = probe.get_watermark_offsets(tp, timeout=TIMEOUT_S, cached=False)
-                found.append(PartitionOffsets(tp.partition, tp.offset, low, high))
-            behind = [p for p in found if p.lag > 0]
-            try:
-                at_end = nothing_left(probe, topic, behind)
-            finally:  # the kept probe: what nothing_left paused is resumed, then let go
-                probe.resume([TopicPartition(topic, p.partition) for p in behind])
-                probe.unassign()
-        return [replace(p, caught_up=p.partition in at_end) for p in found]
+            return offsets_of(probe, topic, future.result(timeout=TIMEOUT_S).topic_partitions)
 
     def close(self) -> None:
         for client in (self._reader, *self._probes.values()):
@@ -145,29 +135,3 @@ _ISOLATIONS: tuple[Literal["read_committed", "read_uncommitted"], ...] = (
     "read_committed",
     "read_uncommitted",
 )
-
-
-def _probe(config: Mapping[str, Any], isolation: str) -> Consumer:
-    return Consumer(
-        {
-            **config,
-            "group.id": "cdfbridge-verify-probe",  # assign() only: never joins nor commits
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "fetch.max.bytes": 1024 * 1024,  # one message per partition is all it needs
-            "fetch.wait.max.ms": 10,  # at the end, answered at once
-        }
-    )
-
-
-def _partitions(probe: Consumer, topic: str) -> list[int]:
-    metadata = probe.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
-    if metadata.error is not None:
-        raise KafkaException(metadata.error)
-    return sorted(metadata.partitions)
-
-
-def _end(probe: Consumer, topic: str, partition: int) -> int:
-    tp = TopicPartition(topic, partition)
-    return int(probe.get_watermark_offsets(tp, timeout=TIMEOUT_S, cached=False)[1])

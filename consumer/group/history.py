@@ -19,9 +19,10 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 
 from schemas.errors import TerminalError
 from schemas.progress import Generation
+from services.group_positions import PartitionOffsets
 from services.kafka_errors import error_of
 from services.kafka_topics import admin_client
-from services.offsets import PartitionOffsets, positions
+from services.offsets import positions
 from services.service_errors import client_failure
 
 TIMEOUT_S = 30

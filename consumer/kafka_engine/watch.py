@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 import time
 
@@ -99,12 +98,12 @@ class EngineWatch:
         """The topics to apply this round: found again, else (3.) the last ones found."""
         try:
             self.topics = resolve(self.settings)
-        except ConfigError:
+        except ConfigError as exc:
             if not self.topics:  # the first look: the settings are wrong
                 raise
-            self._failure(TOPICS, "the topics were not found")
-        except Exception:  # noqa: BLE001 - a Kafka outage (3.): waited out
-            self._failure(TOPICS, "the topics were not found")
+            self._failure(TOPICS, "the topics were not found", exc)
+        except Exception as exc:  # noqa: BLE001 - a Kafka outage (3.): waited out
+            self._failure(TOPICS, "the topics were not found", exc)
         else:
             self._forget(TOPICS)
         return self.topics
@@ -118,8 +117,8 @@ class EngineWatch:
             chosen = kafka_engine_plan.plan(each, self.group, self.num_consumers, nullable_tuple)
             kafka_engine_plan.apply(each, chosen)  # 1., 2.
             count, newest = table_state(each)  # 4.
-        except Exception:  # noqa: BLE001 - any topic's failure is its own (3.)
-            self._failure(topic, "the Kafka engine's DDL was not applied")
+        except Exception as exc:  # noqa: BLE001 - any topic's failure is its own (3.)
+            self._failure(topic, "the Kafka engine's DDL was not applied", exc)
             return
         if self._forget(topic) or topic not in self.done:
             log.info("the Kafka engine's DDL is applied", extra={"topic": topic})
@@ -130,10 +129,9 @@ class EngineWatch:
         if newest is not None:
             self.newest_row.saw(topic, newest)
 
-    def _failure(self, topic: str, what: str) -> None:
-        """Record the exception being handled as topic's failure: logged (with its traceback
-        when it is not one of ours), counted, and named by /health."""
-        exc = sys.exc_info()[1]
+    def _failure(self, topic: str, what: str, exc: Exception) -> None:
+        """Record exc as topic's failure: logged (with its traceback when it is not one of
+        ours), counted, and named by /health."""
         ours = isinstance(exc, CdfBridgeError)
         why = (str(exc) if ours else f"{type(exc).__name__}: {exc}")[:500]
         self.failures[topic] = why

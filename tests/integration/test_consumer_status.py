@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from services import offsets
+from services.group_positions import PartitionOffsets
 from tests.conftest import unique
 from tests.endpoints import Endpoints
 
@@ -32,7 +33,7 @@ def commit(endpoints: Endpoints, group: str, topic: str, offset: int) -> None:
         consumer.close()
 
 
-def lag(endpoints: Endpoints, group: str, topic: str) -> offsets.PartitionOffsets:
+def lag(endpoints: Endpoints, group: str, topic: str) -> PartitionOffsets:
     [found] = offsets.positions({"bootstrap.servers": endpoints.kafka}, group, topic)
     return found
 

@@ -5,7 +5,6 @@ verify.stale_seconds."""
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from tests.endpoints import Endpoints
 from tests.integration.test_many_tables import _wait_for
 from tests.integration.test_verify_asof import consumed, people
-from verify.watch import Watch
+from tests.integration.verify_support import running
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -25,16 +24,16 @@ def test_a_commit_the_group_has_not_consumed_makes_the_table_behind(
 ) -> None:
     path, topic = people(spark, endpoints, tmp_path)  # versions 0-4, published and consumed
     settings = consumed(
-        endpoints, topic, ch_database, table=path, interval_seconds=0.2, metrics_port=0
+        endpoints,
+        topic,
+        ch_database,
+        table=path,
+        interval_seconds=0.2,
+        metrics_port=0,
+        stale_seconds=2.0,
     )
-    settings = settings.model_copy(
-        update={"verify": settings.verify.model_copy(update={"stale_seconds": 2.0})}
-    )
-    watch = Watch(settings)
-    watcher = threading.Thread(target=watch.run)
-    watcher.start()
-    found = watch.metrics.registry.get_sample_value
-    try:
+    with running(settings) as watch:
+        found = watch.metrics.registry.get_sample_value
         table = {"table": watch.tables[0].name}
         _wait_for(lambda: found("cdfbridge_verify_lag_seconds", table) is not None, "a look")
         time.sleep(3)  # older than stale_seconds, and idle: not behind
@@ -49,6 +48,3 @@ def test_a_commit_the_group_has_not_consumed_makes_the_table_behind(
         assert problem.startswith(f"{table['table']}: behind Delta for ")
         assert (found("cdfbridge_verify_age_seconds", table) or 0) > 0
         assert found("cdfbridge_verify_version", table) == 4
-    finally:
-        watch.stop.set()
-        watcher.join(60)

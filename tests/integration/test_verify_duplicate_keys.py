@@ -6,7 +6,6 @@ round after round instead of flipping the replica between the two rows."""
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,11 @@ from tests.endpoints import Endpoints
 from tests.integration.consumer_support import consumer_env
 from tests.integration.test_many_tables import _wait_for
 from tests.integration.test_verify_asof import consumed
+from tests.integration.verify_support import running
 from tests.producer_helpers import append, create_table, publish
 from verify.asof_check import prepare
 from verify.cli import main
 from verify.rounds import once
-from verify.watch import Watch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -76,28 +75,17 @@ def test_the_watch_exports_duplicate_keys_as_their_own_state(
     spark: Any, endpoints: Endpoints, tmp_path: Path, ch_database: str
 ) -> None:
     path, topic = appended_again(spark, endpoints, tmp_path)
-    settings = consumed(endpoints, topic, ch_database, table=path)
-    watching = settings.model_copy(
-        update={
-            "verify": settings.verify.model_copy(
-                update={"interval_seconds": 0.2, "metrics_port": 0}
-            )
-        }
+    watching = consumed(
+        endpoints, topic, ch_database, table=path, interval_seconds=0.2, metrics_port=0
     )
-    watch = Watch(watching)
-    watcher = threading.Thread(target=watch.run)
-    watcher.start()
-    try:
+    with running(watching) as watch:
 
         def rows(state: str) -> float | None:
             labels = {"table": watch.tables[0].name, "state": state}
             return watch.metrics.registry.get_sample_value("cdfbridge_verify_rows", labels)
 
-        _wait_for(lambda: watch.tables and rows("duplicate_key") is not None, "a round")
+        _wait_for(lambda: rows("duplicate_key") is not None, "a round")
         assert [rows(s) for s in ("duplicate_key", "lost", "extra", "wrong")] == [3, 0, 0, 0]
-    finally:
-        watch.stop.set()
-        watcher.join(60)
 
 
 def _sorted(keys: list[dict[str, Any]]) -> list[dict[str, Any]]:

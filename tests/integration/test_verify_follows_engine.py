@@ -4,7 +4,6 @@ the versions the new group consumes, so drift made after the evolution is found 
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,9 @@ from services.table_marks import built_from
 from tests.endpoints import Endpoints
 from tests.integration.consumer_support import settings as consumer_settings
 from tests.integration.test_many_tables import _wait_for
+from tests.integration.verify_support import running
 from tests.producer_helpers import append, create_table, publish
 from verify.settings import VerifySettings
-from verify.watch import Watch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -45,11 +44,8 @@ def test_the_watcher_follows_the_engines_new_group_and_finds_drift_after_it(
             "metrics_port": 0,
         },
     )
-    watch = Watch(settings)
-    watcher = threading.Thread(target=watch.run)
-    watcher.start()
-    found = watch.metrics.registry.get_sample_value
-    try:
+    with running(settings) as watch:
+        found = watch.metrics.registry.get_sample_value
         table = {"table": watch.tables[0].name}
         _wait_for(lambda: found("cdfbridge_verify_version", table) == 1, "a round at 1")
 
@@ -70,6 +66,3 @@ def test_the_watcher_follows_the_engines_new_group_and_finds_drift_after_it(
         _wait_for(lambda: found("cdfbridge_verify_rows", wrong) == 1, "the drift found")
         assert found("cdfbridge_verify_version", table) == 4
         assert found("cdfbridge_verify_lag_seconds", table) == 0
-    finally:
-        watch.stop.set()
-        watcher.join(60)

@@ -9,9 +9,9 @@ from pydantic import SecretStr
 
 from consumer.group.history import Gap, gaps
 from schemas.progress import Generation
+from services.group_positions import PartitionOffsets
 from services.lake import LakeUnreadableError, lake_column, locate
 from services.lake_structs import ambiguous
-from services.offsets import PartitionOffsets
 from services.storage import StorageSettings
 
 MINIO = StorageSettings(

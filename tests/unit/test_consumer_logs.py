@@ -5,7 +5,7 @@ import logging
 
 from consumer.logs import JsonFormatter, configure
 from consumer.status import Status
-from services.offsets import PartitionOffsets
+from services.group_positions import PartitionOffsets
 
 
 def test_a_batch_log_line_is_json_with_its_fields() -> None:

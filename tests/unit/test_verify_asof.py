@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from consumer.freshness import NEWEST_ROW_AGE, NewestRowAge, commit_times
 from consumer.group.registry import Schemas
-from services.offsets import PartitionOffsets
+from services.group_positions import PartitionOffsets
 from verify.asof import BUCKETS, Scope
 from verify.asof_check import Round
 from verify.consumed import Mark, passed
