@@ -36,7 +36,7 @@ from producer.encode.encode import Encoding, WireSchema
 from producer.read.shared import PLACE, Sharing, shared
 from producer.read.source import DeltaSource
 from producer.read.union import balanced_union
-from producer.run import APP_NAME
+from producer.session import APP_NAME
 from producer.settings import ProducerSettings
 from schemas.avro import key_schema, value_schema
 from services.spark_session import session_for

@@ -18,7 +18,7 @@ from typing import Any
 
 from output import table
 
-from producer.run import APP_NAME
+from producer.session import APP_NAME
 from producer.settings import ProducerSettings
 from services.jvm_names import jvm_class
 from services.spark_session import session_for

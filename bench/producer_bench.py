@@ -41,7 +41,7 @@ from producer.publish.publish import Publisher
 from producer.publish.topics import ensure_topics
 from producer.publish.transactions import BATCH_ROWS
 from producer.read.source import DeltaSource
-from producer.run import APP_NAME
+from producer.session import APP_NAME
 from producer.settings import ProducerSettings
 from services.spark_session import session_for
 from stack.generate import SCHEMA

@@ -20,7 +20,7 @@ from pathlib import Path
 from output import table
 
 from producer.read.source import DeltaSource
-from producer.run import APP_NAME
+from producer.session import APP_NAME
 from producer.settings import ProducerSettings
 from services.spark_session import session_for
 from stack.generate import Generator

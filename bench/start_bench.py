@@ -35,7 +35,7 @@ from output import table
 
 from producer.encode.encode import Encoding, WireSchema
 from producer.read.source import DeltaSource
-from producer.run import APP_NAME
+from producer.session import APP_NAME
 from producer.settings import ProducerSettings
 from schemas.avro import key_schema, value_schema
 from services.spark_session import session_for

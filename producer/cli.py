@@ -171,9 +171,13 @@ def _quiet_py4j_retries(record: logging.LogRecord) -> bool:
 
 
 def _run(settings: ProducerSettings) -> int:
+    from producer.session import SessionStart, shorter_gil_turns
+
+    shorter_gil_turns()
+    starting = SessionStart(settings)  # the JVM boots while the rest is imported
     from producer.run import run
 
-    run(settings)
+    run(settings, starting=starting)
     return 0
 
 

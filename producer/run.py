@@ -11,7 +11,6 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -23,17 +22,14 @@ from producer.lake.startup import Begun, discard, kafka_sides_in_thread
 from producer.publish.publish import Transactions
 from producer.read.cycle import Cycle
 from producer.resync.resync import Resyncs
+from producer.session import SessionStart
 from producer.settings import ProducerSettings
 from producer.steps import Waterfall, since_start_s
 from services.jvm_names import jvm_class
-from services.spark_session import session_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-APP_NAME = "cdfbridge-producer"
-# Several tables share one session: Spark's FAIR scheduler takes their jobs' tasks in turns.
-FAIR = {"spark.scheduler.mode": "FAIR"}
 POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 
 
@@ -41,10 +37,11 @@ def run(
     settings: ProducerSettings,
     spark: SparkSession | None = None,
     stop: threading.Event | None = None,
+    starting: SessionStart | None = None,
 ) -> None:
     """Publish until --until-version is reached (every table's, with [[tables]]) or a signal
     arrives (or stop is set); raises CdfBridgeErrors. spark: a session to use instead of
-    starting one from settings.spark."""
+    starting one from settings.spark; starting: that session's start, begun already."""
     stop = stop or threading.Event()
     restore = _on_signals(stop)
     _arrow_pool()
@@ -61,7 +58,7 @@ def run(
         transactions = Transactions(kafka_config, settings.transactional_id(), limit, tables)
         begun = _begin(settings, transactions)
         try:
-            spark = spark or _started(settings, begun)
+            spark = spark or _started(settings, begun, starting)
         except BaseException:
             for table in begun.values():
                 discard(table.kafka)
@@ -100,17 +97,15 @@ def _begin(settings: ProducerSettings, transactions: Transactions) -> dict[str, 
     return {topic: Begun(steps[topic], kafka[topic]) for topic in steps}
 
 
-def _started(settings: ProducerSettings, begun: dict[str, Begun]) -> SparkSession:
-    """The session, in Spark's FAIR scheduler; a lone table's start logs the step."""
-    lone = next(iter(begun.values())) if len(begun) == 1 else None
-    with lone.steps.step("spark_session") if lone is not None else nullcontext():
-        return _session(settings)
-
-
-def _session(settings: ProducerSettings) -> SparkSession:
-    conf = {**FAIR, **settings.spark.conf}  # FAIR by default, under the user's own
-    spark = settings.spark.model_copy(update={"conf": conf})
-    return session_for(spark, settings.storage, APP_NAME)
+def _started(
+    settings: ProducerSettings, begun: dict[str, Begun], starting: SessionStart | None
+) -> SparkSession:
+    """The session (started now unless its start was begun); a lone table's start logs
+    the step."""
+    spark, seconds = (starting or SessionStart(settings)).result()
+    if len(begun) == 1:
+        next(iter(begun.values())).steps.log("spark_session", seconds)
+    return spark
 
 
 def _on_signals(stop: threading.Event) -> Callable[[], None]:

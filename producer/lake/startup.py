@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from producer.steps import Waterfall
 from schemas.progress import Position
 from services.progress_reads import read_together
 from services.progress_topic import Reading
+from services.registry_client import registry_client
 
 if TYPE_CHECKING:
     from producer.settings import ProducerSettings, SourceSection
@@ -159,9 +160,18 @@ def kafka_sides_in_thread(
             for source in group:
                 sides[source.topic_name].set_result(found.get(source.topic_name))
             start, size = start + len(group), size * 2
+        _registry_ready(settings)
 
     threading.Thread(target=set_up, name="kafka-setup", daemon=True).start()
     return sides
+
+
+def _registry_ready(settings: ProducerSettings) -> None:
+    """The process's registry client, made while Spark starts: importing its library and
+    loading its TLS context took 0.2 s of a first read otherwise. A failure here is left to
+    the first table's own connect, which names it."""
+    with suppress(Exception):
+        registry_client(settings.schema_registry.client_config())
 
 
 def kafka_side_in_thread(
