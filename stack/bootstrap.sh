@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what cdfbridge needs on a fresh Debian/Ubuntu machine, idempotently: a JDK 17+
 # for Spark, Maven and nginx (apt), the Python environment (PyPI), the services' jars (Maven
-# Central), the S3 test server (MinIO, built with Go: minutes the first time) and the Azure
-# Storage emulator (Azurite, npm). CDFBRIDGE_FETCH names fewer (e.g. "kafka registry
-# spark"). Later runs reuse pip's, Maven's, Go's and npm's caches.
+# Central), the S3 test server (MinIO, built with Go: minutes the first time), the Azure
+# Storage emulator (Azurite, npm) and the docs' Mermaid (npm). CDFBRIDGE_FETCH names fewer
+# (e.g. "kafka registry spark"). Later runs reuse pip's, Maven's, Go's and npm's caches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
