@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what cdfbridge needs on a fresh Debian/Ubuntu machine, idempotently: a JDK 17+
-# for Spark, Maven and nginx (apt), the Python environment (PyPI), the services' jars (Maven
-# Central), the S3 test server (MinIO, built with Go: minutes the first time) and the Azure
-# Storage emulator (Azurite, npm). CDFBRIDGE_FETCH names fewer (e.g. "kafka registry
-# spark"). Later runs reuse pip's, Maven's, Go's and npm's caches.
+# for Spark, Maven, nginx and Chromium with its driver (apt), the Python environment (PyPI),
+# the services' jars (Maven Central), the S3 test server (MinIO, built with Go: minutes the
+# first time), the Azure Storage emulator (Azurite, npm) and the docs' Mermaid (npm).
+# CDFBRIDGE_FETCH names fewer (e.g. "kafka registry spark"). Later runs reuse pip's,
+# Maven's, Go's and npm's caches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -15,6 +16,9 @@ if [ -z "${java_major}" ] || [ "${java_major}" -lt 17 ]; then need_apt+=(openjdk
 command -v mvn >/dev/null || need_apt+=(maven)
 # The secured stack's TLS proxy (cdfbridge-stack up --secure).
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
+# The docs site's browser test (tests/docs): headless Chromium and its WebDriver.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+[ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing ${need_apt[*]} with apt-get"
   SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo sudo)

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     fetch_cmd = commands.add_parser(
-        "fetch", help="download the jars, build MinIO and install Azurite (once each)"
+        "fetch", help="download the jars, build MinIO, install Azurite and Mermaid (once each)"
     )
     fetch_cmd.add_argument("targets", nargs="*", help=f"any of {', '.join(TARGETS)} (default: all)")
     for name, text in (

@@ -1,5 +1,5 @@
 """Collects the services' jars from Maven Central, once per pom version, builds the Spark
-driver's class-data archive and MinIO, and installs Azurite and promtool."""
+driver's class-data archive and MinIO, and installs Azurite, promtool and the docs' Mermaid."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from stack import azure, class_archive, promtool, s3
+from stack import azure, class_archive, mermaid, promtool, s3
 from stack.errors import StackSetupError
 from stack.settings import StackSettings
 from stack.tools import run_logged, tool
@@ -21,8 +21,9 @@ GOALS = {
 }
 # Everything `fetch` can get: the poms above, the class-data archive of the Spark jars' JVM
 # (stack/class_archive.py), the S3 server built with Go, the Azure Storage emulator
-# from npm, and promtool from Debian's prometheus package (stack/promtool.py).
-TARGETS = (*GOALS, "cds", "minio", "azurite", "promtool")
+# from npm, promtool from Debian's prometheus package (stack/promtool.py), and Mermaid's
+# browser script for the docs site's diagrams (npm, stack/mermaid.py).
+TARGETS = (*GOALS, "cds", "minio", "azurite", "promtool", "mermaid")
 
 
 def java() -> str:
@@ -54,6 +55,9 @@ def fetch(settings: StackSettings, names: tuple[str, ...] = TARGETS) -> None:
             continue
         if name == "promtool":
             promtool.install(settings)
+            continue
+        if name == "mermaid":
+            mermaid.install(settings)
             continue
         if name == "cds":
             _class_archive(lib_dir(settings, "spark"))

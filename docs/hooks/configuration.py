@@ -95,19 +95,22 @@ def _section(section: Section) -> str:
         title, where = f"`[{section.name}]`", f"`[{section.name}]` in the config file"
     doc = (section.model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
     lines = [f"\n## {title}\n", f"\n{doc}\n" if doc else "", f"\nRead by {commands}; {where}.\n\n"]
-    env_column = bool(section.prefix)
-    lines.append(
-        "| Setting | Env var | Type | Default | Meaning |\n|---|---|---|---|---|\n"
-        if env_column
-        else "| Key | Type | Default | Meaning |\n|---|---|---|---|\n"
-    )
+    # In a block of its own, which the site's CSS styles (docs/stylesheets/settings.css).
+    lines.append(f'<div class="settings" markdown>\n\n| {_heading(section)} | Meaning |\n')
+    lines.append("|---|---|\n")
     for name, info in section.model.model_fields.items():
-        cells = [f"`{name}`"]
-        if env_column:
-            cells.append(f"`{section.prefix}{name.upper()}`")
-        cells += [_type(info.annotation), _default(info), _meaning(info)]
+        # The name, env var, type and default one to a line, each kept whole.
+        names = [f"**`{name}`**"]
+        if section.prefix:
+            names.append(f"`{section.prefix}{name.upper()}`")
+        names.append(f"{_type(info.annotation)}, {_default(info)}")
+        cells = ["<br>".join(names), _meaning(info)]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |\n")
-    return "".join(lines)
+    return "".join(lines) + "\n</div>\n"
+
+
+def _heading(section: Section) -> str:
+    return "Setting, env var, type, default" if section.prefix else "Key, type, default"
 
 
 def _meaning(info: FieldInfo) -> str:
@@ -141,19 +144,20 @@ def _type(annotation: Any) -> str:
 
 
 def _default(info: FieldInfo) -> str:
+    """How a setting's default reads after its type: `default 5`, `required`, `unset`."""
     if info.is_required():
         return "required"
     if info.default_factory is not None:
         value = info.default_factory()  # type: ignore[call-arg]
-        return f"`{value!r}`" if isinstance(value, list | dict) else "see meaning"
+        return f"default `{value!r}`" if isinstance(value, list | dict) else "default: see meaning"
     value = info.default
     if value is None or value is PydanticUndefined:
         return "unset"
     if isinstance(value, SecretStr):
-        return "unset" if not value.get_secret_value() else "(secret)"
+        return "unset" if not value.get_secret_value() else "default: hidden"
     if isinstance(value, Path):
-        return f"`{value}`"
-    return f"`{value!r}`" if isinstance(value, str) else f"`{value}`"
+        return f"default `{value}`"
+    return f"default `{value!r}`" if isinstance(value, str) else f"default `{value}`"
 
 
 def on_files(files: Any, config: Any) -> Any:

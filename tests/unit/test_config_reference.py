@@ -37,3 +37,12 @@ def test_every_env_var_a_command_reads_is_on_the_page() -> None:
         absent = [name for name in env_vars(model) if f"`{name}`" not in page]
         # [[tables]] is a list of entries, read from the config file only
         assert absent == ["CDFBRIDGE_TABLES"], f"{model.__name__}: not on the page: {absent}"
+
+
+def test_every_table_is_in_a_block_that_keeps_names_whole() -> None:
+    """The site's CSS keeps code whole only inside `settings` blocks
+    (docs/stylesheets/settings.css); tests/docs measures it in a browser."""
+    hook = _hook()
+    page = hook.reference()
+    blocks = page.count('<div class="settings" markdown>')
+    assert blocks == page.count("|---|---|") == len(hook.sections())
