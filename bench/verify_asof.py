@@ -12,19 +12,17 @@
 3. load: bench/verify_load.py, for --load-seconds;
 4. watch: --tables tables of --table-rows rows under one watcher, --interval seconds a
    table, for --watch-seconds: per table the longest time between two of its rounds, and
-   the process's CPU. The version is given (`--version`): the consumed-version look (three
-   Kafka requests a round) is not part of this case.
+   the process's CPU. The version is given (`--version`), unless --consumed: each table is
+   then published and consumed, and each round looks for the version its group consumed
+   (bench/verify_consumed.py).
 Writes bench/results/verify_watch.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import resource
 import statistics
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -35,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import write_deltalake
 from output import RESULTS
-from verify_load import load_case, watched
+from verify_load import load_case
 
 from consumer.tables.table import create_table_sql
 from schemas.target import Target
@@ -147,61 +145,6 @@ def drift_case(client: Any, database: str, rows: int) -> dict[str, Any]:
     }
 
 
-def watch_case(
-    client: Any, database: str, tables: int, rows: int, interval: float, seconds: float
-) -> dict[str, Any]:
-    path = lake_table(rows, "small")
-    for i in range(tables):
-        replica(client, database, f"t{i}", path)
-    entries = [
-        {"table": path, "primary_key": "id", "topic": f"t{i}", "target": f"t{i}"}
-        for i in range(tables)
-    ]
-    connections = ConnectionSettings()
-    settings_of = VerifySettings(
-        kafka=connections.kafka,
-        clickhouse={"url": connections.clickhouse.url, "database": database},
-        verify={"version": 0, "interval_seconds": interval, "metrics_port": 0},
-        tables=entries,
-    )
-    watch, rounds = watched(settings_of)
-    thread = threading.Thread(target=watch.run)
-    began, cpu, machine = time.monotonic(), _cpu(), _machine()
-    thread.start()
-    time.sleep(seconds)
-    watch.stop.set()
-    thread.join()
-    wall, used = time.monotonic() - began, _cpu() - cpu
-    busy, total = (after - before for after, before in zip(_machine(), machine, strict=True))
-    stamps: dict[str, list[float]] = {w.name: [] for w in watch.tables}
-    for name, stamp, *_ in rounds:
-        stamps[name].append(stamp)
-    ends = {name: [began, *found, began + wall] for name, found in stamps.items()}
-    gaps = [max(b - a for a, b in itertools.pairwise(found)) for found in ends.values()]
-    return {
-        "tables": tables,
-        "rows_per_table": rows,
-        "interval_s": interval,
-        "seconds": round(wall, 1),
-        "rounds": len(rounds),
-        "longest_gap_s": round(max(gaps), 1),
-        "watcher_cpu_percent": round(100 * used / wall, 1),  # of one core
-        "machine_cpu_percent": round(100 * busy / total, 1),  # of all: ClickHouse's too
-    }
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _machine() -> tuple[int, int]:
-    """(busy, total) jiffies of every core so far, from /proc/stat."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return sum(fields) - idle, sum(fields)
-
-
 def main(args: argparse.Namespace) -> None:
     connections = ConnectionSettings()
     client = clickhouse_connect.get_client(dsn=connections.clickhouse.url)
@@ -223,8 +166,11 @@ def main(args: argparse.Namespace) -> None:
                 tuple(args.load_ops.split(",")),
             )
         if args.tables:
+            from verify_watch import watch_case
+
             result["watch"] = watch_case(
-                client, database, args.tables, args.table_rows, args.interval, args.watch_seconds
+                *(client, database, args.tables, args.table_rows),
+                *(args.interval, args.watch_seconds, args.consumed),
             )
     finally:
         client.command(f"DROP DATABASE IF EXISTS {database}")

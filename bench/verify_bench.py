@@ -93,6 +93,9 @@ def main() -> None:
     )
     p.add_argument("--tables", type=int, default=0, help="--as-of: tables under one watcher")
     p.add_argument("--table-rows", type=int, default=100_000, help="--as-of: rows of each")
+    p.add_argument(
+        "--consumed", action="store_true", help="--tables: rounds at the consumed version"
+    )
     p.add_argument("--interval", type=float, default=60.0, help="--as-of: seconds a table")
     p.add_argument("--watch-seconds", type=float, default=600.0, help="--as-of: watch for")
     p.add_argument("--load-seconds", type=float, default=0, help="--as-of: commits for")

@@ -6,7 +6,7 @@ per partition. services/offsets.py `positions` makes one for a look; verify keep
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -81,26 +81,36 @@ def offsets_of(
 def nothing_left(probe: Consumer, topic: str, behind: list[PartitionOffsets]) -> set[int]:
     """The partitions of `behind` where a read_committed read from the group's offset meets
     the end before any message."""
-    undecided = {p.partition for p in behind}
-    probe.assign([TopicPartition(topic, p.partition, p.start) for p in behind])
-    at_end: set[int] = set()
+    return {partition for _, partition in nothing_left_in(probe, [(topic, p) for p in behind])}
+
+
+def nothing_left_in(
+    probe: Consumer, behind: Sequence[tuple[str, PartitionOffsets]]
+) -> set[tuple[str, int]]:
+    """nothing_left for partitions of any topics, read at once: (topic, partition) of
+    those that meet their end first. Each is left paused: resume, then unassign."""
+    undecided = {(topic, p.partition) for topic, p in behind}
+    probe.assign([TopicPartition(topic, p.partition, p.start) for topic, p in behind])
+    at_end: set[tuple[str, int]] = set()
     deadline = time.monotonic() + TIMEOUT_S
     while undecided:
         if time.monotonic() > deadline:
             raise ServiceUnavailableError(
-                f"reading partitions {sorted(undecided)} of {topic} took over {TIMEOUT_S} s"
+                f"reading partitions {sorted(undecided)} took over {TIMEOUT_S} s"
             )
         message = probe.poll(0.5)
-        partition = message.partition() if message is not None else None
-        if message is None or partition is None or partition not in undecided:
+        if message is None:
+            continue
+        key = (message.topic() or "", message.partition() or 0)
+        if key not in undecided:
             continue
         error = message.error()
         if error is not None and error.code() != KafkaError._PARTITION_EOF:
             raise KafkaException(error)
         if error is not None:
-            at_end.add(partition)
-        undecided.discard(partition)
-        probe.pause([TopicPartition(topic, partition)])
+            at_end.add(key)
+        undecided.discard(key)
+        probe.pause([TopicPartition(*key)])
     return at_end
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from services.group_positions import PartitionOffsets
 from verify.kafka_looks import KafkaLooks
+from verify.look_together import Look
 
 MARKS = 64  # kept per table: a consumer far behind is judged by the oldest
 
@@ -60,13 +61,18 @@ class Consumed:
         """Judge by `group` from now on: the marks are the topic's, and stay."""
         self.group = group
 
-    def version(self) -> int | None:
-        """The newest version consumed whole, or None while no mark is passed."""
-        self._mark()
+    def version(self, look: Look | None = None) -> int | None:
+        """The newest version consumed whole, or None while no mark is passed; look: what
+        a look at every table due found for this one, else it looks for itself."""
+        self._mark(look)
         if not self.marks:
             return None  # nothing published yet (the topic may not exist yet)
-        stable = self.looks.ends(self.topic, committed=True)
-        found = {p.partition: p for p in self.looks.positions(self.group, self.topic)}
+        if look is not None:
+            stable, offsets = look.stable, look.offsets
+        else:
+            stable = self.looks.ends(self.topic, committed=True)
+            offsets = self.looks.positions(self.group, self.topic)
+        found = {p.partition: p for p in offsets}
         for index in range(len(self.marks) - 1, -1, -1):
             mark = self.marks[index]
             if passed(mark, found, stable):
@@ -81,14 +87,14 @@ class Consumed:
         """The generation of the newest version published: the Delta table now at the path."""
         return self.marks[-1].generation if self.marks else 0
 
-    def _mark(self) -> None:
+    def _mark(self, look: Look | None) -> None:
         """Steps 1 and 2."""
-        position = self.looks.progress(self.topic)
+        position = look.position if look is not None else self.looks.progress(self.topic)
         version, generation = position.version, position.generation.number
         newest = self.marks[-1] if self.marks else None
         if version is None or (
             newest and (newest.version, newest.generation) == (version, generation)
         ):
             return
-        ends = self.looks.ends(self.topic, committed=False)
+        ends = look.high if look is not None else self.looks.ends(self.topic, committed=False)
         self.marks.append(Mark(version, ends, generation))

@@ -13,7 +13,7 @@ the last look, not the topic's history, and no client is made per table or per r
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from services.progress_topic import (
     reader_config,
 )
 from services.service_errors import client_failure
+from verify.look_together import Due, Look, offsets_together
 
 TIMEOUT_S = 30.0
 PROBE_GROUP = "cdfbridge-verify-probe"  # assign() only: never joined nor committed
@@ -90,6 +91,15 @@ class KafkaLooks:
             asked = [ConsumerGroupTopicPartitions(group, partitions)]
             [future] = self._admin.list_consumer_group_offsets(asked).values()
             return offsets_of(probe, topic, future.result(timeout=TIMEOUT_S).topic_partitions)
+
+    def together(self, due: Sequence[Due]) -> dict[Due, Look]:
+        """One look for every (topic, group) due, each step asked for all of them at once
+        (verify/look_together.py); none for a topic nothing was published to yet."""
+        positions = {topic: self.progress(topic) for topic in {t for t, _ in due}}  # step 1
+        published = [(t, g) for t, g in due if positions[t].version is not None]
+        with self._failing("looking at the offsets of the tables due"):
+            found = offsets_together(self._admin, self._probes["read_committed"], published)
+        return {key: Look(positions[key[0]], *found[key]) for key in found}
 
     def close(self) -> None:
         for client in (self._reader, *self._probes.values()):

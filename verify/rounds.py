@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from verify.consumed import Consumed
 from verify.errors import NothingToCompareError
 from verify.filling import filling_group
 from verify.kafka_looks import KafkaLooks
+from verify.look_together import Due, Look
 from verify.report import Report
 from verify.settings import VerifySettings
 
@@ -57,8 +59,10 @@ def close(tables: list[Watched]) -> None:
         looks.close()
 
 
-def one_round(client: Any, w: Watched) -> Round | None:
-    """Steps 1 to 3 for one table; None while its version is not consumed yet."""
+def one_round(client: Any, w: Watched, looked: Mapping[Due, Look] | None = None) -> Round | None:
+    """Steps 1 to 3 for one table; None while its version is not consumed yet. looked: a
+    look at every table due (verify/look_together.py); the table looks for itself where it
+    holds none for its topic and group."""
     s = w.settings.verify
     if w.table is None:
         w.table = prepare(w.settings, client)
@@ -74,7 +78,8 @@ def one_round(client: Any, w: Watched) -> Round | None:
         if w.table.generations:
             generation = w.consumed.looks.progress(s.topic_name).generation.number
     else:
-        version, generation = w.consumed.version(), w.consumed.generation
+        look = (looked or {}).get((w.consumed.topic, w.consumed.group))
+        version, generation = w.consumed.version(look), w.consumed.generation
         if generation != w.consumed.newest_generation:
             return None  # the table at the path is a newer generation's; V's is gone
         if version is None:

@@ -5,7 +5,8 @@ Each round of a table:
 1. its target, found once it exists (verify/asof_check.py `prepare`);
 2. the version the group that fills it has consumed whole (verify/consumed.py; for a
    Kafka-engine table, the group its Kafka table reads with now: verify/filling.py);
-   none yet: the table waits for its next turn;
+   none yet: the table waits for its next turn. The tables due together share one look
+   at Kafka (verify/look_together.py), taken again once it is LOOK_FRESH_S old;
 3. the round at that version, on the next slice of the key buckets; with --repair, what
    differs is repaired, and (once) compared again;
 4. the metrics (verify/metrics.py) and, on a mismatch, the report with sample keys logged;
@@ -31,11 +32,18 @@ from services.clickhouse_client import connect
 from services.clickhouse_errors import sorted_errors
 from services.health import serve
 from verify.errors import NothingToCompareError
+from verify.look_together import Due, Look
 from verify.metrics import Metrics
 from verify.rounds import LOOK_S, Watched, close, one_round, watched
 from verify.settings import VerifySettings
 
 log = logging.getLogger(__name__)
+# A look shared by the tables due is taken again for the rest once it is this old: a round
+# is made at the version the look found consumed, which later rounds would find older.
+LOOK_FRESH_S = 5.0
+# A table due within this share of its interval (LOOK_FRESH_S at most) has its round now,
+# with the tables due: turns spread over the interval gather into shared looks.
+GATHER_SHARE = 0.1
 
 
 class Watch:
@@ -60,24 +68,51 @@ class Watch:
         server = serve(self.metrics, port) if port else None
         try:
             while not self.stop.is_set():
-                w = min(self.tables, key=lambda t: t.due)
-                wait = w.due - time.monotonic()
-                if wait > 0:
+                now = time.monotonic()
+                due = sorted((t for t in self.tables if _gathered(t, now)), key=lambda t: t.due)
+                if not any(t.due <= now for t in due):
                     self.metrics.ages()
+                    wait = min(t.due for t in self.tables) - now
                     self.stop.wait(min(wait, LOOK_S))
                     continue
-                w.due = time.monotonic() + w.settings.verify.interval_seconds
-                self._round(w)
+                self._rounds(due)
         finally:
             close(self.tables)
             if server is not None:
                 server.shutdown()
 
-    def _round(self, w: Watched) -> None:
+    def _rounds(self, due: list[Watched]) -> None:
+        """A round of each table due, in turn, sharing looks at Kafka."""
+        looked: dict[Due, Look] = {}
+        taken = float("-inf")
+        for index, w in enumerate(due):
+            if self.stop.is_set():
+                return
+            if time.monotonic() - taken > LOOK_FRESH_S:
+                looked, taken = self._look(due[index:]), time.monotonic()
+            w.due = time.monotonic() + w.settings.verify.interval_seconds
+            self._round(w, looked)
+
+    def _look(self, due: list[Watched]) -> dict[Due, Look]:
+        """One look for the tables due whose rounds find the consumed version; where it
+        fails, each table looks for itself and its round fails with its own error."""
+        wanted = [
+            (w.consumed.topic, w.consumed.group) for w in due if w.settings.verify.version is None
+        ]
+        if not wanted:
+            return {}
+        looks = due[0].consumed.looks
+        try:
+            return looks.together(wanted)
+        except Exception as exc:  # noqa: BLE001 - each round looks again, and says why
+            log.info("one look at %d tables failed (%s): each looks for itself", len(wanted), exc)
+            return {}
+
+    def _round(self, w: Watched, looked: dict[Due, Look]) -> None:
         """Steps 1 to 4; a failure is logged and counted, and the table tried again later."""
         try:
             with sorted_errors(self.settings.clickhouse.url):
-                found = one_round(self.client, w)
+                found = one_round(self.client, w, looked)
         except NothingToCompareError as exc:
             if not w.prepared:  # its target is not made yet: not a failure
                 log.info("%s: nothing to compare yet (%s)", w.name, exc)
@@ -131,3 +166,8 @@ class Watch:
         )
         self.metrics.failed(w.name, f"{type(exc).__name__}: {exc}"[:300])
         w.table = None
+
+
+def _gathered(w: Watched, now: float) -> bool:
+    """w is due, or due soon enough to share the look of the tables that are."""
+    return w.due <= now + min(LOOK_FRESH_S, GATHER_SHARE * w.settings.verify.interval_seconds)
