@@ -25,59 +25,18 @@ import json
 import statistics
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
-import pyarrow as pa
-import pyarrow.compute as pc
-from deltalake import write_deltalake
 from output import RESULTS
+from verify_lake import LAKE, lake_table, replica
 from verify_load import load_case
+from verify_watch import watch_case
 
-from consumer.tables.table import create_table_sql
-from schemas.target import Target
 from services.settings import ConnectionSettings
 from verify.asof import BUCKETS, Scope
 from verify.asof_check import prepare, run_round
 from verify.settings import VerifySettings
-
-LAKE = Path("/tmp/cdfbridge-bench/verify")  # noqa: S108 - a bench's scratch space
-COLUMNS = [("id", "Int64"), ("name", "String"), ("n", "Int64")]
-META = [
-    ("_change_type", "String"),
-    ("_commit_version", "Int64"),
-    ("_commit_timestamp", "DateTime64(6, 'UTC')"),
-]
-BATCH = 1_000_000
-
-
-def lake_table(rows: int, name: str) -> str:
-    """A Delta table of `rows` rows at version 0, written once and kept."""
-    path = LAKE / f"{name}_{rows}"
-    if not (path / "_delta_log").exists():
-        batches = (_batch(start, min(rows, start + BATCH)) for start in range(0, rows, BATCH))
-        schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("n", pa.int64())])
-        write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, batches))
-    return str(path)
-
-
-def _batch(start: int, stop: int) -> pa.RecordBatch:
-    ids = pa.array(range(start, stop), pa.int64())
-    names = pc.binary_join_element_wise("name-", pc.cast(ids, pa.string()), "")
-    return pa.record_batch([ids, names, pc.remainder(ids, 1000)], ["id", "name", "n"])
-
-
-def replica(client: Any, database: str, name: str, path: str) -> None:
-    """The replica, loaded by ClickHouse from the lake at version 0."""
-    target = Target(database, name)
-    client.command(create_table_sql(target, COLUMNS + META, ["id"], 100))
-    client.command(
-        f"INSERT INTO {target.name} (id, name, n, _change_type, _commit_version, "  # noqa: S608
-        f"_commit_timestamp) SELECT id, name, n, 'snapshot', 0, now64() "
-        f"FROM deltaLakeLocal({{path:String}})",
-        parameters={"path": path},
-    )
 
 
 def settings(database: str, name: str, path: str, **verify: Any) -> VerifySettings:
@@ -166,8 +125,6 @@ def main(args: argparse.Namespace) -> None:
                 tuple(args.load_ops.split(",")),
             )
         if args.tables:
-            from verify_watch import watch_case
-
             result["watch"] = watch_case(
                 *(client, database, args.tables, args.table_rows),
                 *(args.interval, args.watch_seconds, args.consumed),

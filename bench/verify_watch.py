@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from output import RESULTS
-from verify_asof import LAKE, lake_table, replica
 from verify_consumed import consumed_lake
+from verify_lake import LAKE, lake_table, replica
 from verify_load import watched
 
 from services.settings import ConnectionSettings
@@ -54,6 +54,7 @@ def watch_case(
     began, cpu, machine = time.monotonic(), _cpu(), _machine()
     thread.start()
     time.sleep(seconds)
+    clients = _kafka_clients()
     watch.stop.set()
     thread.join()
     wall, used = time.monotonic() - began, _cpu() - cpu
@@ -70,6 +71,7 @@ def watch_case(
         "interval_s": interval,
         "seconds": round(wall, 1),
         "rounds": len(rounds),
+        "kafka_clients": clients,
         "shared_looks": len(looks),  # Kafka looks for several tables at once, where made
         "tables_per_look": round(statistics.fmean(looks), 1) if looks else None,
         "longest_gap_s": round(max(gaps), 1),
@@ -91,6 +93,12 @@ def _counted(watch: Any) -> list[int]:
 
         looks.together = counting
     return counts
+
+
+def _kafka_clients() -> int:
+    """The librdkafka clients alive in this process: each runs one `rdk:main` thread."""
+    names = (task / "comm" for task in Path("/proc/self/task").iterdir())
+    return sum(1 for name in names if name.read_text().strip() == "rdk:main")
 
 
 def _cpu() -> float:
