@@ -1,6 +1,6 @@
 """The producer's Spark session, begun as soon as its settings are valid.
 
-The driver JVM takes seconds to start (docs/performance.md, "A start"). `SessionStart`
+The driver JVM takes seconds to start (docs/performance.md, "Where a start goes"). `SessionStart`
 begins it in a thread of its own before the rest of the producer is imported, so the JVM
 boots while the main thread imports and sets up Kafka's side; `run()` takes it from there.
 
@@ -28,7 +28,7 @@ APP_NAME = "cdfbridge-producer"
 # Several tables share one session: Spark's FAIR scheduler takes their jobs' tasks in turns.
 FAIR = {"spark.scheduler.mode": "FAIR"}
 # The first table's first chunk published 0.3-0.5 s sooner with it in alternated runs of a
-# cold start (docs/performance.md, "A start").
+# cold start (docs/performance.md, "Where a start goes").
 GIL_SWITCH_S = 0.0005
 
 

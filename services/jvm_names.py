@@ -4,7 +4,7 @@ py4j resolves `spark._jvm.org.apache.hadoop.fs.Path` one segment at a time: `org
 `org.apache`, and so on, each a class lookup that fails only after searching every jar
 on the driver's class path. While a lake of 200 tables started, the driver JVM spent about
 a quarter of its samples in such lookups (a JFR recording: py4j's class loading and
-`ZipFile.getEntry`, docs/performance.md). A class named in full costs none: its static
+`ZipFile.getEntry`). A class named in full costs none: its static
 members and constructors are reached by that name.
 
 A Java collection iterated through py4j costs a call per element, and its end is a

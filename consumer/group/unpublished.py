@@ -3,7 +3,7 @@ looks at the registry spaced so that, all together, they ask it at most LOOKUPS_
 times a second. A table alone looks every second (NotPublishedYetError.poll_s); 200 tables
 started beside their producer looked 200 times a second, and the registry, slowed by them,
 took the producer 1.0 to 1.9 s a table to register its schemas against 0.28 s with no
-consumer (docs/performance.md)."""
+consumer."""
 
 from __future__ import annotations
 
