@@ -3,11 +3,10 @@
 `spark.read.parquet(paths)` lists its paths before it plans: a file-system call a path
 from the driver, or, past spark.sql.sources.parallelPartitionDiscovery.threshold (32)
 paths, a Spark job of a task a path, each task deserializing the session's Hadoop
-configuration. The log gives
-each file's path and size already, which is what Delta's own file indexes take
-(TahoeFileIndex): here they reach Spark's file index through a status cache of the scan's
-own, under one root looked up recursively, so nothing is listed and no partition is
-inferred from the folders' names (the partition values come from the log).
+configuration. The log gives each file's path and size already, which is what Delta's own
+file indexes take (TahoeFileIndex): here they reach Spark's file index through a status
+cache of the scan's own, under one root looked up recursively, so nothing is listed and no
+partition is inferred from the folders' names (the partition values come from the log).
 """
 
 from __future__ import annotations

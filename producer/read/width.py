@@ -8,8 +8,9 @@ start does not know yet. Two ways to learn it:
    and value may take max_bytes / the chunk's rows (producer/follow/course.py `first_bound`),
    and Spark's `raise_error` fails the job at the first change wider than that, before the
    driver holds more than max_bytes. The chunk's rows then teach the width, and the start
-   saves the sample's job (the session's first, the dearest: docs/performance.md, "Where a start goes"). When
-   the job fails, the width is sampled and the span planned again (producer/read/chunks.py).
+   saves the sample's job (the session's first, the dearest: docs/performance.md, "Where a
+   start goes"). When the job fails, the width is sampled and the span planned again
+   (producer/read/chunks.py).
 
 Only this bound raises in the producer's Spark jobs, so its failure is told by Spark's error
 condition for `raise_error`, USER_RAISED_EXCEPTION, not by its text.
