@@ -69,28 +69,26 @@ def offsets_of(
     for tp in committed:
         low, high = probe.get_watermark_offsets(tp, timeout=TIMEOUT_S)
         found.append(PartitionOffsets(tp.partition, tp.offset, low, high))
-    behind = [p for p in found if p.lag > 0]
-    try:
-        at_end = nothing_left(probe, topic, behind)
-    finally:  # what nothing_left paused is resumed, then let go: a kept probe reads again
-        probe.resume([TopicPartition(topic, p.partition) for p in behind])
-        probe.unassign()
-    return [replace(p, caught_up=p.partition in at_end) for p in found]
-
-
-def nothing_left(probe: Consumer, topic: str, behind: list[PartitionOffsets]) -> set[int]:
-    """The partitions of `behind` where a read_committed read from the group's offset meets
-    the end before any message."""
-    return {partition for _, partition in nothing_left_in(probe, [(topic, p) for p in behind])}
+    behind = [(topic, p) for p in found if p.lag > 0]
+    at_end = nothing_left_in(probe, behind)
+    return [replace(p, caught_up=(topic, p.partition) in at_end) for p in found]
 
 
 def nothing_left_in(
     probe: Consumer, behind: Sequence[tuple[str, PartitionOffsets]]
 ) -> set[tuple[str, int]]:
-    """nothing_left for partitions of any topics, read at once: (topic, partition) of
-    those that meet their end first. Each is left paused: resume, then unassign."""
-    undecided = {(topic, p.partition) for topic, p in behind}
+    """(topic, partition) of each of `behind` where a read_committed read from the group's
+    offset meets the end before any message, all read at once. The probe is let go of them
+    after: what it paused is resumed, then unassigned, so a kept probe reads again."""
     probe.assign([TopicPartition(topic, p.partition, p.start) for topic, p in behind])
+    try:
+        return _ends_first(probe, {(topic, p.partition) for topic, p in behind})
+    finally:
+        probe.resume([TopicPartition(topic, p.partition) for topic, p in behind])
+        probe.unassign()
+
+
+def _ends_first(probe: Consumer, undecided: set[tuple[str, int]]) -> set[tuple[str, int]]:
     at_end: set[tuple[str, int]] = set()
     deadline = time.monotonic() + TIMEOUT_S
     while undecided:

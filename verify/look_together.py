@@ -92,12 +92,7 @@ def _nothing_left(
             batch[key] = p
     at_end: set[tuple[str, int, int]] = set()
     for batch in batches:
-        behind = [(topic, p) for (topic, _), p in batch.items()]
-        try:
-            ended = nothing_left_in(probe, behind)
-        finally:  # what it paused is resumed, then let go: the kept probe reads again
-            probe.resume([TopicPartition(topic, p.partition) for topic, p in behind])
-            probe.unassign()
+        ended = nothing_left_in(probe, [(topic, p) for (topic, _), p in batch.items()])
         at_end |= {
             (topic, partition, batch[(topic, partition)].start) for topic, partition in ended
         }
